@@ -1,0 +1,30 @@
+// The tasks of each benchmark kind a manifest may name, with what each needs: its generation budget
+// and any external data file. Sources: ../shared/reference/benchmarks.md §1.2, §1.4, §2.1.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvaudit::benchmarks {
+
+enum class BenchmarkKind { ruler, longbench };
+
+// External data a RULER task reads (LongBench reads its own JSONL data directory).
+enum class DataNeed { none, essay, squad, hotpotqa };
+
+struct TaskSpec {
+  std::string name;
+  std::string family;       // ruler: niah, variable_tracking, ...; longbench: the metric
+  int max_new_tokens;       // RULER tokens_to_generate; LongBench dataset2maxlen
+  DataNeed data;
+  bool english;             // LongBench: English task (the suite's default set)
+};
+
+std::string_view kind_name(BenchmarkKind kind);
+const std::vector<TaskSpec>& tasks_of(BenchmarkKind kind);
+const TaskSpec* find_task(BenchmarkKind kind, std::string_view name);
+// "a, b, c": every task name of a kind, for error messages.
+std::string task_name_list(BenchmarkKind kind);
+
+}  // namespace kvaudit::benchmarks

@@ -1,0 +1,43 @@
+// kvaudit: plan, run, reduce, generate, inspect, version. See docs/CLI.md.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "suite/cli/command.h"
+#include "suite/common/errors.h"
+
+namespace {
+
+void print_usage(std::ostream& os) {
+  os << "usage: kvaudit COMMAND [options]   (kvaudit COMMAND --help for details)\n\n"
+        "KV-cache eviction audits: preregistered manifests, HDF5 records, defensible statistics.\n\n"
+        "commands:\n";
+  for (const auto& c : kvaudit::cli::commands()) {
+    os << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << "\n";
+  }
+  os << "\nexit codes: 0 ok, 1 bad input, 2 internal error or unavailable stage, "
+        "3 incomplete (resume)\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using kvaudit::ExitCode;
+  if (argc < 2) {
+    print_usage(std::cerr);
+    return static_cast<int>(ExitCode::bad_input);
+  }
+  const std::string name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    print_usage(std::cout);
+    return static_cast<int>(ExitCode::ok);
+  }
+  for (const auto& c : kvaudit::cli::commands()) {
+    if (c.name == name || (name == "--version" && c.name == "version")) {
+      return kvaudit::cli::run_command(c, std::vector<std::string>(argv + 2, argv + argc));
+    }
+  }
+  std::cerr << "kvaudit: unknown command '" << name << "'\n\n";
+  print_usage(std::cerr);
+  return static_cast<int>(ExitCode::bad_input);
+}

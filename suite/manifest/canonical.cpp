@@ -1,0 +1,134 @@
+#include "suite/manifest/canonical.h"
+
+#include "suite/common/sha256.h"
+
+namespace kvaudit::manifest {
+namespace {
+
+using nlohmann::json;
+
+json param_json(const methods::ParamValue& v) {
+  return std::visit([](const auto& x) { return json(x); }, v);
+}
+
+json sorted_strings(const std::vector<std::string>& v) { return json(v); }  // already sorted
+
+}  // namespace
+
+json canonical_method(const Manifest& m, const MethodConfig& cfg) {
+  json j;
+  j["method"] = cfg.method;
+  j["variant"] = cfg.variant;
+  json params = json::object();
+  const methods::MethodSpec* spec = methods::find_method(cfg.method);
+  for (const auto& [name, value] : cfg.params) {
+    bool is_ref = false;
+    if (spec) {
+      for (const auto& p : spec->params)
+        if (p.name == name && p.type == methods::ParamType::method_ref) is_ref = true;
+    }
+    const MethodConfig* ref = is_ref ? m.find_method(std::get<std::string>(value)) : nullptr;
+    params[name] = ref ? canonical_method(m, *ref) : param_json(value);
+  }
+  j["params"] = params;
+  return j;
+}
+
+json canonical_full_method() {
+  return json{{"method", "full"}, {"params", json::object()}, {"variant", ""}};
+}
+
+json canonical_model_identity(const Model& model) {
+  return json{{"name", model.name},
+              {"format", model.format},
+              {"chat_template", model.chat_template},
+              {"dtype", model.dtype}};
+}
+
+json canonical_benchmark_identity(const Benchmark& b) {
+  return json{{"name", b.name}, {"kind", benchmarks::kind_name(b.kind)}, {"length", b.length}};
+}
+
+json canonical_json(const Manifest& m) {
+  json j;
+  j["kvaudit_manifest_schema"] = kCanonicalSchema;
+  j["study"] = json{{"name", m.study.name}, {"seed", m.study.seed}};
+  json models = json::array();
+  for (const auto& model : m.models) {
+    json mj = canonical_model_identity(model);
+    mj["path"] = model.path;
+    models.push_back(mj);
+  }
+  j["models"] = models;
+  json benches = json::array();
+  for (const auto& b : m.benchmarks) {
+    json bj = canonical_benchmark_identity(b);
+    bj["tasks"] = sorted_strings(b.tasks);
+    bj["instances"] = b.instances;
+    if (b.kind == benchmarks::BenchmarkKind::ruler) {
+      bj["essay"] = b.essay;
+      bj["squad"] = b.squad;
+      bj["hotpotqa"] = b.hotpotqa;
+    } else {
+      bj["data_dir"] = b.data_dir;
+    }
+    benches.push_back(bj);
+  }
+  j["benchmarks"] = benches;
+  json methods_j = json::object();
+  for (const auto& cfg : m.methods) methods_j[cfg.name] = canonical_method(m, cfg);
+  j["methods"] = methods_j;
+  json grids = json::array();
+  for (const auto& g : m.grids) {
+    json gj{{"name", g.name},
+            {"benchmarks", sorted_strings(g.benchmarks)},
+            {"models", sorted_strings(g.models)},
+            {"methods", sorted_strings(g.methods)},
+            {"protocols", sorted_strings(g.protocols)},
+            {"backends", sorted_strings(g.backends)},
+            {"thresholds", g.thresholds}};
+    gj["ratio_kind"] = !g.ratio_kind                              ? ""
+                       : *g.ratio_kind == RatioKind::compression ? "compression"
+                                                                 : "retention";
+    gj["ratios"] = g.ratios;
+    grids.push_back(gj);
+  }
+  j["grids"] = grids;
+  json certs = json::array();
+  for (const auto& c : m.certifications) {
+    certs.push_back(json{{"name", c.name},
+                         {"grid", c.grid},
+                         {"benchmark", c.benchmark},
+                         {"method", c.method},
+                         {"protocol", c.protocol},
+                         {"backend", c.backend},
+                         {"candidates", c.candidates},
+                         {"tau", c.tau},
+                         {"epsilon", c.epsilon},
+                         {"delta", c.delta},
+                         {"calibration", c.calibration},
+                         {"test", c.test}});
+  }
+  j["certification"] = certs;
+  json fams = json::array();
+  for (const auto& f : m.statistics.families)
+    fams.push_back(json{{"name", f.name}, {"analysis", f.analysis}, {"over", f.over}});
+  j["statistics"] = json{{"bootstrap_resamples", m.statistics.bootstrap_resamples},
+                         {"seed", m.statistics.seed},
+                         {"alpha", m.statistics.alpha},
+                         {"families", fams}};
+  return j;
+}
+
+std::string canonical_text(const Manifest& m) {
+  // Compact, sorted keys (nlohmann::json objects are ordered maps), UTF-8 kept as is.
+  return canonical_json(m).dump(-1, ' ', false, json::error_handler_t::strict);
+}
+
+std::string manifest_sha256(const Manifest& m) { return sha256_hex(canonical_text(m)); }
+
+std::string params_digest(const json& canonical_method) {
+  return id_hex(digest_prefix_u64(sha256(canonical_method.dump())));
+}
+
+}  // namespace kvaudit::manifest

@@ -1,0 +1,244 @@
+#include "suite/manifest/expansion.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "suite/common/errors.h"
+#include "suite/common/sha256.h"
+#include "suite/manifest/canonical.h"
+
+namespace kvaudit::manifest {
+namespace {
+
+using nlohmann::json;
+
+std::uint64_t id_of(const std::string& tuple) { return digest_prefix_u64(sha256(tuple)); }
+
+std::string dump(const json& j) { return j.dump(); }
+
+template <std::size_t N>
+std::uint8_t index_in(const char* const (&set)[N], const std::string& v) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (v == set[i]) return static_cast<std::uint8_t>(i);
+  return 0;
+}
+
+std::string budget_json(BudgetKind kind, double value) {
+  if (kind == BudgetKind::none) return R"({"kind":"none"})";
+  return dump(json{{"kind", budget_kind_name(kind)}, {"value", value}});
+}
+
+// The unit tuple without its instance: {"backend":..,"benchmark":..,"instance":  + N + ,"model":..}
+struct UnitPrefix {
+  std::string head;  // up to and including "instance":
+  std::string tail;  // from ,"model": to the end
+};
+
+UnitPrefix unit_prefix(const Manifest& m, std::size_t model, std::size_t bench, std::size_t task,
+                       std::uint8_t backend) {
+  const Benchmark& b = m.benchmarks[bench];
+  UnitPrefix p;
+  p.head = R"({"backend":)" + dump(json(kBackends[backend])) + R"(,"benchmark":)" +
+           dump(canonical_benchmark_identity(b)) + R"(,"instance":)";
+  p.tail = R"(,"model":)" + dump(canonical_model_identity(m.models[model])) + R"(,"task":)" +
+           dump(json(b.tasks[task])) + "}";
+  return p;
+}
+
+std::string cell_tuple_from(const std::string& budget, const std::string& method,
+                            std::uint8_t protocol, const std::string& unit) {
+  return R"({"budget":)" + budget + R"(,"method":)" + method + R"(,"protocol":)" +
+         dump(json(kProtocols[protocol])) + R"(,"unit":)" + unit + "}";
+}
+
+template <typename T>
+std::size_t index_by_name(const std::vector<T>& v, const std::string& name) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (v[i].name == name) return i;
+  return v.size();
+}
+
+}  // namespace
+
+const char* budget_kind_name(BudgetKind k) {
+  switch (k) {
+    case BudgetKind::none: return "none";
+    case BudgetKind::compression: return "compression";
+    case BudgetKind::retention: return "retention";
+    case BudgetKind::threshold: return "threshold";
+  }
+  return "none";
+}
+
+std::string unit_tuple(const Manifest& m, const Unit& u) {
+  const UnitPrefix p = unit_prefix(m, u.model, u.benchmark, u.task, u.backend);
+  return p.head + std::to_string(u.instance) + p.tail;
+}
+
+std::string cell_tuple(const Manifest& m, const Unit& u, const Cell& c) {
+  const std::string method = c.method < 0
+                                 ? dump(canonical_full_method())
+                                 : dump(canonical_method(m, m.methods[static_cast<std::size_t>(c.method)]));
+  return cell_tuple_from(budget_json(c.budget_kind, c.budget), method, c.protocol,
+                         unit_tuple(m, u));
+}
+
+std::string cell_method_name(const Manifest& m, const Cell& c) {
+  return c.method < 0 ? "full" : m.methods[static_cast<std::size_t>(c.method)].name;
+}
+
+std::string unit_task(const Manifest& m, const Unit& u) {
+  return m.benchmarks[u.benchmark].tasks[u.task];
+}
+
+double estimated_cells(const Manifest& m) {
+  double total = 0;
+  for (const Grid& g : m.grids) {
+    double instances = 0;
+    for (const auto& b : g.benchmarks) {
+      const Benchmark* bench = m.find_benchmark(b);
+      instances += static_cast<double>(bench->tasks.size()) * static_cast<double>(bench->instances);
+    }
+    const double per_unit = (static_cast<double>(g.methods.size()) *
+                                 static_cast<double>(std::max(g.ratios.size(), g.thresholds.size())) +
+                             1) *
+                            static_cast<double>(g.protocols.size());
+    total += static_cast<double>(g.models.size() * g.backends.size()) * instances * per_unit;
+  }
+  return total;
+}
+
+Expansion expand(const Manifest& m) {
+  if (const double n = estimated_cells(m); n > static_cast<double>(kMaxCells)) {
+    throw InputError(m.file.string() + ": the grids expand to about " +
+                     std::to_string(static_cast<long long>(n)) + " cells, more than one study may " +
+                     "plan (" + std::to_string(kMaxCells) + "); split it into several studies");
+  }
+  Expansion ex;
+  // Splits per (benchmark, task) from the certification blocks (validated to agree).
+  std::map<std::size_t, std::pair<std::int64_t, std::int64_t>> split_of;
+  for (const auto& c : m.certifications)
+    split_of[index_by_name(m.benchmarks, c.benchmark)] = {c.calibration, c.test};
+
+  std::vector<std::string> method_canon;
+  for (const auto& cfg : m.methods) method_canon.push_back(dump(canonical_method(m, cfg)));
+  const std::string full_canon = dump(canonical_full_method());
+
+  std::unordered_map<std::uint64_t, std::uint32_t> unit_index;
+  std::unordered_set<std::uint64_t> cell_seen;
+
+  for (const Grid& g : m.grids) {
+    GridCount gc;
+    gc.grid = g.name;
+    gc.models = static_cast<std::int64_t>(g.models.size());
+    gc.backends = static_cast<std::int64_t>(g.backends.size());
+    gc.protocols = static_cast<std::int64_t>(g.protocols.size());
+    // The (method, budget) pairs of one unit under one protocol.
+    std::vector<std::pair<std::string, std::pair<std::int16_t, std::pair<BudgetKind, double>>>>
+        variants;
+    for (const auto& name : g.methods) {
+      const std::size_t mi = index_by_name(m.methods, name);
+      const auto axis = methods::find_method(m.methods[mi].method)->axis;
+      if (axis == methods::BudgetAxis::threshold) {
+        ++gc.threshold_methods;
+        for (double t : g.thresholds)
+          variants.push_back({method_canon[mi], {static_cast<std::int16_t>(mi), {BudgetKind::threshold, t}}});
+      } else {
+        ++gc.ratio_methods;
+        const BudgetKind kind = *g.ratio_kind == RatioKind::compression ? BudgetKind::compression
+                                                                        : BudgetKind::retention;
+        for (double r : g.ratios)
+          variants.push_back({method_canon[mi], {static_cast<std::int16_t>(mi), {kind, r}}});
+      }
+    }
+    gc.ratios = gc.ratio_methods ? static_cast<std::int64_t>(g.ratios.size()) : 0;
+    gc.thresholds = gc.threshold_methods ? static_cast<std::int64_t>(g.thresholds.size()) : 0;
+    variants.push_back({full_canon, {-1, {BudgetKind::none, 0.0}}});
+    std::vector<std::string> budget_text;
+    for (const auto& v : variants) budget_text.push_back(budget_json(v.second.second.first, v.second.second.second));
+
+    for (const auto& bname : g.benchmarks) {
+      const std::size_t bi = index_by_name(m.benchmarks, bname);
+      const Benchmark& b = m.benchmarks[bi];
+      gc.instances += static_cast<std::int64_t>(b.tasks.size()) * b.instances;
+      for (const auto& model_name : g.models) {
+        const std::size_t mi = index_by_name(m.models, model_name);
+        for (const auto& backend : g.backends) {
+          const std::uint8_t be = index_in(kBackends, backend);
+          for (std::size_t ti = 0; ti < b.tasks.size(); ++ti) {
+            std::vector<Split> splits;
+            if (auto it = split_of.find(bi); it != split_of.end())
+              splits = split_instances(m.study.seed, b.name, b.tasks[ti], b.instances,
+                                       it->second.first, it->second.second);
+            const UnitPrefix prefix = unit_prefix(m, mi, bi, ti, be);
+            for (std::int64_t inst = 0; inst < b.instances; ++inst) {
+              const std::string ut = prefix.head + std::to_string(inst) + prefix.tail;
+              const std::uint64_t uid = id_of(ut);
+              auto [uit, fresh] = unit_index.emplace(uid, static_cast<std::uint32_t>(ex.units.size()));
+              if (fresh) {
+                Unit u;
+                u.id = uid;
+                u.model = static_cast<std::uint16_t>(mi);
+                u.benchmark = static_cast<std::uint16_t>(bi);
+                u.task = static_cast<std::uint16_t>(ti);
+                u.backend = be;
+                u.instance = inst;
+                u.split = splits.empty() ? Split::none : splits[static_cast<std::size_t>(inst)];
+                ex.units.push_back(u);
+              }
+              ++gc.units;
+              const std::uint32_t ui = uit->second;
+              for (const auto& proto : g.protocols) {
+                const std::uint8_t pi = index_in(kProtocols, proto);
+                for (std::size_t vi = 0; vi < variants.size(); ++vi) {
+                  const auto& v = variants[vi];
+                  const std::uint64_t cid =
+                      id_of(cell_tuple_from(budget_text[vi], v.first, pi, ut));
+                  ++gc.cells;
+                  if (!cell_seen.insert(cid).second) {
+                    ++ex.overlapping_cells;
+                    continue;
+                  }
+                  Cell c;
+                  c.id = cid;
+                  c.unit = ui;
+                  c.method = v.second.first;
+                  c.protocol = pi;
+                  c.budget_kind = v.second.second.first;
+                  c.budget = v.second.second.second;
+                  ex.cells.push_back(c);
+                  ++ex.units[ui].n_cells;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    gc.cells_per_unit = (gc.ratio_methods * gc.ratios + gc.threshold_methods * gc.thresholds + 1) *
+                        gc.protocols;
+    ex.grids.push_back(gc);
+  }
+
+  // Sort by id; remap cell -> unit indices.
+  std::vector<std::uint32_t> order(ex.units.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return ex.units[a].id < ex.units[b].id; });
+  std::vector<std::uint32_t> new_pos(order.size());
+  std::vector<Unit> sorted_units;
+  sorted_units.reserve(order.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) {
+    new_pos[order[i]] = i;
+    sorted_units.push_back(ex.units[order[i]]);
+  }
+  ex.units = std::move(sorted_units);
+  for (auto& c : ex.cells) c.unit = new_pos[c.unit];
+  std::sort(ex.cells.begin(), ex.cells.end(),
+            [](const Cell& a, const Cell& b) { return a.id < b.id; });
+  return ex;
+}
+
+}  // namespace kvaudit::manifest

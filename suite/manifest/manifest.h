@@ -1,0 +1,148 @@
+// The study manifest as kvaudit understands it after parsing and validation (docs/MANIFEST.md).
+// Every list that is a set (tasks, ratios, protocols, ...) is stored sorted and without duplicates;
+// method parameters are stored with their defaults filled in, so two manifests that mean the same
+// study have equal Manifest values and equal canonical forms (canonical.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "methods/catalog.h"
+#include "suite/benchmarks/task_catalog.h"
+
+namespace kvaudit::manifest {
+
+// Where a value came from in the manifest file (1-based; 0 when unknown).
+struct SourcePos {
+  int line = 0;
+  int column = 0;
+};
+
+struct Study {
+  std::string name;
+  std::uint64_t seed = 0;
+  std::string output_dir;   // as written; relative paths are relative to the manifest's directory
+  std::string description;  // free text, not part of the hash
+  SourcePos pos;
+};
+
+struct Model {
+  std::string name;
+  std::string path;           // as written
+  std::string format;         // "hf" | "gguf"
+  std::string chat_template;  // llama3 | qwen2 | mistral | deepseek-r1-distill | chatml | none
+  std::string dtype;          // bf16 | f16 | f32
+  SourcePos pos;
+  SourcePos path_pos;
+};
+
+struct Benchmark {
+  std::string name;
+  benchmarks::BenchmarkKind kind = benchmarks::BenchmarkKind::ruler;
+  std::vector<std::string> tasks;  // sorted
+  std::int64_t length = 0;         // ruler: nominal context tokens; longbench: max prompt tokens
+  std::int64_t instances = 0;      // per task
+  std::string essay;               // ruler: "builtin" or a text file
+  std::string squad;               // ruler: SQuAD v2 dev JSON (needed by qa_1)
+  std::string hotpotqa;            // ruler: HotpotQA dev-distractor JSON (needed by qa_2)
+  std::string data_dir;            // longbench: directory of <task>.jsonl
+  SourcePos pos;
+  std::map<std::string, SourcePos> path_pos;  // field -> where its path was written
+};
+
+struct MethodConfig {
+  std::string name;     // the manifest's name for this configuration
+  std::string method;   // catalogue id
+  std::string variant;  // "" when the method has no variants
+  std::map<std::string, methods::ParamValue> params;  // every parameter, defaults filled in
+  SourcePos pos;
+};
+
+enum class RatioKind { compression, retention };
+
+struct Grid {
+  std::string name;
+  std::vector<std::string> benchmarks;  // sorted
+  std::vector<std::string> models;      // sorted; all models when the manifest omits the key
+  std::vector<std::string> methods;     // sorted method config names
+  std::optional<RatioKind> ratio_kind;  // set when the grid has ratio methods
+  std::vector<double> ratios;           // sorted ascending
+  std::vector<double> thresholds;       // sorted ascending (threshold methods)
+  std::vector<std::string> protocols;   // sorted: "query-agnostic", "query-aware"
+  std::vector<std::string> backends;    // sorted: "eager", "sdpa"
+  SourcePos pos;
+};
+
+struct Certification {
+  std::string name;
+  std::string grid;
+  std::string benchmark;
+  std::string method;  // a method config name in the grid
+  std::string protocol;
+  std::string backend;
+  std::vector<double> candidates;  // in the preregistered test order, conservative -> aggressive
+  double tau = 0;
+  double epsilon = 0;
+  double delta = 0;
+  std::int64_t calibration = 0;  // instances per task
+  std::int64_t test = 0;         // instances per task
+  SourcePos pos;
+};
+
+struct Family {
+  std::string name;
+  std::string analysis;           // accuracy | protocol_gap | baseline_wins | backend_confound |
+                                  // certification_task_risk
+  std::vector<std::string> over;  // sorted dimensions
+  SourcePos pos;
+};
+
+struct Statistics {
+  std::int64_t bootstrap_resamples = 50000;
+  std::uint64_t seed = 0;  // defaults to the study seed
+  double alpha = 0.05;     // family-wise error rate of each Bonferroni family
+  std::vector<Family> families;
+};
+
+// Operational hints: tune them per cluster; they are not part of the hash.
+struct Sharding {
+  std::int64_t flush_every = 64;         // records between HDF5 flushes
+  std::int64_t records_per_shard = 0;    // rotate shards after this many records (0: never)
+};
+
+struct Manifest {
+  std::filesystem::path file;  // as given on the command line
+  Study study;
+  std::vector<Model> models;              // sorted by name
+  std::vector<Benchmark> benchmarks;      // sorted by name
+  std::vector<MethodConfig> methods;      // sorted by name
+  std::vector<Grid> grids;                // sorted by name
+  std::vector<Certification> certifications;  // sorted by name
+  Statistics statistics;
+  Sharding sharding;
+
+  const Model* find_model(const std::string& name) const;
+  const Benchmark* find_benchmark(const std::string& name) const;
+  const MethodConfig* find_method(const std::string& name) const;
+  const Grid* find_grid(const std::string& name) const;
+  // A path from the manifest resolved against the manifest's directory.
+  std::filesystem::path resolve(const std::string& path) const;
+};
+
+// Names of protocols and backends as written in manifests.
+inline constexpr const char* kProtocols[] = {"query-agnostic", "query-aware"};
+inline constexpr const char* kBackends[] = {"eager", "sdpa"};
+inline constexpr const char* kFormats[] = {"gguf", "hf"};
+inline constexpr const char* kChatTemplates[] = {"chatml", "deepseek-r1-distill", "llama3",
+                                                 "mistral", "none", "qwen2"};
+inline constexpr const char* kDtypes[] = {"bf16", "f16", "f32"};
+inline constexpr const char* kAnalyses[] = {"accuracy", "backend_confound", "baseline_wins",
+                                            "certification_task_risk", "protocol_gap"};
+inline constexpr const char* kDimensions[] = {"backend", "benchmark", "budget", "method",
+                                              "model",   "protocol",  "task"};
+
+}  // namespace kvaudit::manifest

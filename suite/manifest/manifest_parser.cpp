@@ -1,0 +1,1006 @@
+#include "suite/manifest/manifest_parser.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "suite/manifest/canonical.h"
+#include "suite/manifest/diagnostics.h"
+#include "suite/manifest/number_format.h"
+
+namespace kvaudit::manifest {
+namespace {
+
+namespace bm = kvaudit::benchmarks;
+namespace mc = kvaudit::methods;
+
+SourcePos pos_of(const toml::source_region& r) {
+  return SourcePos{static_cast<int>(r.begin.line), static_cast<int>(r.begin.column)};
+}
+SourcePos pos_of(const toml::node& n) { return pos_of(n.source()); }
+
+std::string type_phrase(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::array: return n.is_array_of_tables() ? "an array of tables" : "an array";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+}
+
+template <typename Range>
+std::string join(const Range& r, const char* sep = ", ") {
+  std::string s;
+  for (const auto& x : r) {
+    if (!s.empty()) s += sep;
+    s += x;
+  }
+  return s;
+}
+
+template <std::size_t N>
+bool one_of(const std::string& v, const char* const (&set)[N]) {
+  return std::any_of(std::begin(set), std::end(set), [&](const char* s) { return v == s; });
+}
+
+bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (!alnum(s[0])) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
+// Reads the fields of one TOML table, remembering which keys were consumed so that every key left
+// over is reported as unknown.
+class Fields {
+ public:
+  Fields(const toml::table& table, std::string prefix, Diagnostics& diag)
+      : table_(table), prefix_(std::move(prefix)), diag_(diag) {}
+
+  std::string field(const std::string& key) const {
+    return prefix_.empty() ? key : prefix_ + "." + key;
+  }
+  SourcePos pos() const { return pos_of(table_); }
+  Diagnostics& diag() { return diag_; }
+
+  const toml::node* get(const std::string& key, bool required) {
+    used_.insert(key);
+    const toml::node* n = table_.get(key);
+    if (!n && required) diag_.error(pos(), field(key), "missing required key");
+    return n;
+  }
+
+  std::optional<std::string> string(const std::string& key, bool required) {
+    const toml::node* n = get(key, required);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) {
+      diag_.error(pos_of(*n), field(key), "expected a string, found " + type_phrase(*n));
+      return std::nullopt;
+    }
+    return n->as_string()->get();
+  }
+
+  std::optional<std::int64_t> integer(const std::string& key, bool required, std::int64_t min,
+                                      std::int64_t max) {
+    const toml::node* n = get(key, required);
+    if (!n) return std::nullopt;
+    if (!n->is_integer()) {
+      diag_.error(pos_of(*n), field(key), "expected an integer, found " + type_phrase(*n));
+      return std::nullopt;
+    }
+    const std::int64_t v = n->as_integer()->get();
+    if (v < min || v > max) {
+      diag_.error(pos_of(*n), field(key),
+                  std::to_string(v) + " is outside [" + std::to_string(min) + ", " +
+                      std::to_string(max) + "]");
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  // A real number; integers are accepted and converted.
+  std::optional<double> real(const std::string& key, bool required) {
+    const toml::node* n = get(key, required);
+    if (!n) return std::nullopt;
+    return as_real(*n, field(key));
+  }
+
+  std::optional<double> as_real(const toml::node& n, const std::string& where) {
+    if (n.is_floating_point()) {
+      const double v = n.as_floating_point()->get();
+      if (!std::isfinite(v)) {
+        diag_.error(pos_of(n), where, "expected a finite number, found " + format_number(v));
+        return std::nullopt;
+      }
+      return v;
+    }
+    if (n.is_integer()) return static_cast<double>(n.as_integer()->get());
+    diag_.error(pos_of(n), where, "expected a number, found " + type_phrase(n));
+    return std::nullopt;
+  }
+
+  // A string that must be one of `set`.
+  template <std::size_t N>
+  std::optional<std::string> choice(const std::string& key, bool required,
+                                    const char* const (&set)[N], const char* what) {
+    const toml::node* n = table_.get(key);
+    auto v = string(key, required);
+    if (!v) return std::nullopt;
+    if (!one_of(*v, set)) {
+      std::vector<std::string> names(std::begin(set), std::end(set));
+      diag_.error(pos_of(*n), field(key),
+                  "unknown " + std::string(what) + " '" + *v + "' (expected one of: " +
+                      join(names) + ")");
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  const toml::array* array(const std::string& key, bool required) {
+    const toml::node* n = get(key, required);
+    if (!n) return nullptr;
+    if (!n->is_array()) {
+      diag_.error(pos_of(*n), field(key), "expected an array, found " + type_phrase(*n));
+      return nullptr;
+    }
+    return n->as_array();
+  }
+
+  // A non-empty array of distinct strings; each element is checked by `check` (which reports its
+  // own error and returns false to drop the element).
+  std::optional<std::vector<std::string>> string_set(
+      const std::string& key, bool required, const char* what,
+      const std::function<bool(const std::string&, SourcePos, const std::string&)>& check) {
+    const toml::array* a = array(key, required);
+    if (!a) return std::nullopt;
+    if (a->empty()) {
+      diag_.error(pos_of(*a), field(key), std::string("empty list; at least one ") + what +
+                                              " is needed");
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    std::map<std::string, std::size_t> seen;
+    bool ok = true;
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const toml::node& e = *a->get(i);
+      const std::string where = field(key) + "[" + std::to_string(i) + "]";
+      if (!e.is_string()) {
+        diag_.error(pos_of(e), where, "expected a string, found " + type_phrase(e));
+        ok = false;
+        continue;
+      }
+      const std::string v = e.as_string()->get();
+      if (auto it = seen.find(v); it != seen.end()) {
+        diag_.error(pos_of(e), where,
+                    "duplicate " + std::string(what) + " '" + v + "' (also at index " +
+                        std::to_string(it->second) + ")");
+        ok = false;
+        continue;
+      }
+      seen.emplace(v, i);
+      if (check && !check(v, pos_of(e), where)) {
+        ok = false;
+        continue;
+      }
+      out.push_back(v);
+    }
+    if (!ok) return std::nullopt;
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Reports every key of the table that was not read.
+  void finish(const std::string& allowed_hint) {
+    for (auto&& [k, v] : table_) {
+      const std::string key(k.str());
+      if (!used_.count(key)) {
+        diag_.error(pos_of(k.source()), field(key), "unknown key (allowed: " + allowed_hint + ")");
+      }
+    }
+  }
+
+  std::string allowed() const { return join(used_); }
+
+ private:
+  const toml::table& table_;
+  std::string prefix_;
+  Diagnostics& diag_;
+  std::set<std::string> used_;
+};
+
+// ---------------------------------------------------------------------------------------------
+class Parser {
+ public:
+  Parser(const toml::table& root, Manifest& m, Diagnostics& diag)
+      : root_(root), m_(m), diag_(diag) {}
+
+  void run() {
+    Fields top(root_, "", diag_);
+    study(top);
+    models(top);
+    benchmarks(top);
+    method_configs(top);
+    grids(top);
+    certifications(top);
+    statistics(top);
+    sharding(top);
+    top.finish(top.allowed());
+  }
+
+ private:
+  const toml::table* sub_table(Fields& f, const std::string& key, bool required) {
+    const toml::node* n = f.get(key, required);
+    if (!n) return nullptr;
+    if (!n->is_table()) {
+      diag_.error(pos_of(*n), key, "expected a table, found " + type_phrase(*n));
+      return nullptr;
+    }
+    return n->as_table();
+  }
+
+  // An array of tables ([[key]]); reports wrong shapes.
+  std::vector<std::pair<const toml::table*, std::size_t>> table_array(Fields& f,
+                                                                      const std::string& key,
+                                                                      bool required) {
+    std::vector<std::pair<const toml::table*, std::size_t>> out;
+    const toml::node* n = f.get(key, false);
+    if (!n) {
+      if (required)
+        diag_.error(f.pos(), f.field(key),
+                    "missing: at least one [[" + f.field(key) + "]] table is needed");
+      return out;
+    }
+    if (!n->is_array()) {
+      diag_.error(pos_of(*n), key,
+                  "expected an array of tables ([[" + key + "]]), found " + type_phrase(*n));
+      return out;
+    }
+    const toml::array& a = *n->as_array();
+    if (a.empty() && required) diag_.error(pos_of(a), key, "empty list; at least one is needed");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const toml::node& e = *a.get(i);
+      if (!e.is_table()) {
+        diag_.error(pos_of(e), key + "[" + std::to_string(i) + "]",
+                    "expected a table, found " + type_phrase(e));
+        continue;
+      }
+      out.emplace_back(e.as_table(), i);
+    }
+    return out;
+  }
+
+  // Checks a name field and its uniqueness within `seen`.
+  std::optional<std::string> name_field(Fields& f, const std::string& key, const char* what,
+                                        std::map<std::string, SourcePos>& seen) {
+    const toml::node* n = f.get(key, true);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) {
+      diag_.error(pos_of(*n), f.field(key), "expected a string, found " + type_phrase(*n));
+      return std::nullopt;
+    }
+    const std::string v = n->as_string()->get();
+    if (!valid_name(v)) {
+      diag_.error(pos_of(*n), f.field(key),
+                  "'" + v + "' is not a valid name (1-64 characters: letters, digits, '.', '_', "
+                            "'-'; starting with a letter or digit)");
+      return std::nullopt;
+    }
+    if (auto it = seen.find(v); it != seen.end()) {
+      diag_.error(pos_of(*n), f.field(key),
+                  std::string("duplicate ") + what + " name '" + v + "' (first at line " +
+                      std::to_string(it->second.line) + ")");
+      return std::nullopt;
+    }
+    seen.emplace(v, pos_of(*n));
+    return v;
+  }
+
+  void study(Fields& top) {
+    const toml::table* t = sub_table(top, "study", true);
+    if (!t) return;
+    Fields f(*t, "study", diag_);
+    m_.study.pos = f.pos();
+    std::map<std::string, SourcePos> seen;
+    if (auto v = name_field(f, "name", "study", seen)) m_.study.name = *v;
+    if (auto v = f.integer("seed", true, 0, std::numeric_limits<std::int64_t>::max()))
+      m_.study.seed = static_cast<std::uint64_t>(*v);
+    if (auto v = f.string("output_dir", true)) {
+      if (v->empty()) {
+        diag_.error(pos_of(*t->get("output_dir")), "study.output_dir", "must not be empty");
+      }
+      m_.study.output_dir = *v;
+    }
+    if (auto v = f.string("description", false)) m_.study.description = *v;
+    f.finish("name, seed, output_dir, description");
+  }
+
+  void models(Fields& top) {
+    std::map<std::string, SourcePos> seen;
+    for (const auto& entry : table_array(top, "models", true)) {
+      const toml::table* t = entry.first;
+      const std::size_t i = entry.second;
+      Fields f(*t, "models[" + std::to_string(i) + "]", diag_);
+      Model model;
+      model.pos = f.pos();
+      if (auto v = name_field(f, "name", "model", seen)) model.name = *v;
+      if (auto v = f.string("path", true)) {
+        model.path = *v;
+        model.path_pos = pos_of(*t->get("path"));
+        if (v->empty()) diag_.error(model.path_pos, f.field("path"), "must not be empty");
+      }
+      if (auto v = f.choice("format", true, kFormats, "model format")) model.format = *v;
+      if (auto v = f.choice("chat_template", true, kChatTemplates, "chat template family"))
+        model.chat_template = *v;
+      model.dtype = "bf16";
+      if (auto v = f.choice("dtype", false, kDtypes, "dtype")) model.dtype = *v;
+      f.finish("name, path, format, chat_template, dtype");
+      m_.models.push_back(std::move(model));
+    }
+  }
+
+  void benchmarks(Fields& top) {
+    std::map<std::string, SourcePos> seen;
+    for (const auto& entry : table_array(top, "benchmarks", true)) {
+      const toml::table* t = entry.first;
+      const std::size_t i = entry.second;
+      Fields f(*t, "benchmarks[" + std::to_string(i) + "]", diag_);
+      Benchmark b;
+      b.pos = f.pos();
+      if (auto v = name_field(f, "name", "benchmark", seen)) b.name = *v;
+      static constexpr const char* kKinds[] = {"longbench", "ruler"};
+      auto kind = f.choice("kind", true, kKinds, "benchmark kind");
+      if (!kind) {
+        // Without a kind nothing else can be checked; mark the other keys as read.
+        for (auto&& [k, v] : *t) f.get(std::string(k.str()), false);
+        continue;
+      }
+      b.kind = *kind == "ruler" ? bm::BenchmarkKind::ruler : bm::BenchmarkKind::longbench;
+      const bool ruler = b.kind == bm::BenchmarkKind::ruler;
+      if (auto v = tasks(f, b.kind)) b.tasks = *v;
+      if (auto v = f.integer("length", true, 256, 1 << 20)) b.length = *v;
+      if (auto v = f.integer("instances", true, 1, 1000000)) b.instances = *v;
+      auto path_field = [&](const char* key, bool required) {
+        auto v = f.string(key, required);
+        if (!v) return std::string();
+        const SourcePos p = pos_of(*t->get(key));
+        if (v->empty()) diag_.error(p, f.field(key), "must not be empty");
+        b.path_pos[key] = p;
+        return *v;
+      };
+      if (ruler) {
+        b.essay = "builtin";
+        if (t->get("essay")) b.essay = path_field("essay", false);
+        b.squad = path_field("squad", false);
+        b.hotpotqa = path_field("hotpotqa", false);
+        for (const auto& task : b.tasks) {
+          const bm::TaskSpec* spec = bm::find_task(b.kind, task);
+          if (spec->data == bm::DataNeed::squad && b.squad.empty())
+            diag_.error(f.pos(), f.field("squad"),
+                        "task qa_1 needs a SQuAD v2 dev file; set squad = \"PATH\"");
+          if (spec->data == bm::DataNeed::hotpotqa && b.hotpotqa.empty())
+            diag_.error(f.pos(), f.field("hotpotqa"),
+                        "task qa_2 needs a HotpotQA dev-distractor file; set hotpotqa = \"PATH\"");
+        }
+        f.finish("name, kind, tasks, length, instances, essay, squad, hotpotqa");
+      } else {
+        b.data_dir = path_field("data_dir", true);
+        f.finish("name, kind, tasks, length, instances, data_dir");
+      }
+      m_.benchmarks.push_back(std::move(b));
+    }
+  }
+
+  std::optional<std::vector<std::string>> tasks(Fields& f, bm::BenchmarkKind kind) {
+    const toml::node* n = f.get("tasks", true);
+    if (!n) return std::nullopt;
+    if (n->is_string()) {
+      if (n->as_string()->get() != "all") {
+        diag_.error(pos_of(*n), f.field("tasks"),
+                    "expected \"all\" or an array of task names, found the string '" +
+                        n->as_string()->get() + "'");
+        return std::nullopt;
+      }
+      std::vector<std::string> all;
+      for (const auto& t : bm::tasks_of(kind))
+        if (t.english) all.push_back(t.name);
+      std::sort(all.begin(), all.end());
+      return all;
+    }
+    const std::string kind_str(bm::kind_name(kind));
+    return f.string_set("tasks", true, "task",
+                        [&](const std::string& v, SourcePos p, const std::string& where) {
+                          if (bm::find_task(kind, v)) return true;
+                          diag_.error(p, where,
+                                      "unknown " + kind_str + " task '" + v +
+                                          "' (known: " + bm::task_name_list(kind) + ")");
+                          return false;
+                        });
+  }
+
+  void method_configs(Fields& top) {
+    const toml::table* t = sub_table(top, "methods", true);
+    if (!t) return;
+    if (t->empty()) diag_.error(pos_of(*t), "methods", "no method configurations");
+    std::vector<std::pair<std::string, SourcePos>> refs;  // (config.param, pos) to resolve later
+    for (auto&& [k, node] : *t) {
+      const std::string name(k.str());
+      const std::string prefix = "methods." + name;
+      if (!valid_name(name)) {
+        diag_.error(pos_of(k.source()), prefix,
+                    "'" + name + "' is not a valid name (1-64 characters: letters, digits, '.', "
+                                 "'_', '-'; starting with a letter or digit)");
+        continue;
+      }
+      if (!node.is_table()) {
+        diag_.error(pos_of(node), prefix, "expected a table, found " + type_phrase(node));
+        continue;
+      }
+      const toml::table& mt = *node.as_table();
+      Fields f(mt, prefix, diag_);
+      MethodConfig cfg;
+      cfg.name = name;
+      cfg.pos = pos_of(k.source());
+      cfg.method = name;
+      const toml::node* mn = mt.get("method");
+      if (auto v = f.string("method", false)) cfg.method = *v;
+      const mc::MethodSpec* spec = mc::find_method(cfg.method);
+      if (!spec) {
+        diag_.error(mn ? pos_of(*mn) : cfg.pos, f.field("method"),
+                    "unknown method '" + cfg.method + "' (known: " + mc::method_id_list() + ")");
+        for (auto&& [pk, pv] : mt) f.get(std::string(pk.str()), false);
+        continue;
+      }
+      if (spec->axis == mc::BudgetAxis::none) {
+        diag_.error(mn ? pos_of(*mn) : cfg.pos, f.field("method"),
+                    "the full-KV reference is added to every grid automatically; do not declare "
+                    "it as a method");
+        for (auto&& [pk, pv] : mt) f.get(std::string(pk.str()), false);
+        continue;
+      }
+      const toml::node* vn = mt.get("variant");
+      if (auto v = f.string("variant", false)) {
+        if (spec->variants.empty()) {
+          diag_.error(pos_of(*vn), f.field("variant"),
+                      "method '" + spec->id + "' has no variants");
+        } else if (std::find(spec->variants.begin(), spec->variants.end(), *v) ==
+                   spec->variants.end()) {
+          diag_.error(pos_of(*vn), f.field("variant"),
+                      "unknown variant '" + *v + "' of method '" + spec->id +
+                          "' (expected one of: " + join(spec->variants) + ")");
+        } else {
+          cfg.variant = *v;
+        }
+      } else if (!spec->variants.empty()) {
+        cfg.variant = spec->variants.front();
+      }
+      std::vector<std::string> allowed = {"method", "variant"};
+      for (const mc::ParamSpec& p : spec->params) {
+        allowed.push_back(p.name);
+        param(f, mt, cfg, p, refs);
+      }
+      f.finish(join(allowed));
+      m_.methods.push_back(std::move(cfg));
+    }
+    // Resolve wrapper references now that every config is known.
+    std::sort(m_.methods.begin(), m_.methods.end(),
+              [](const MethodConfig& a, const MethodConfig& b) { return a.name < b.name; });
+    for (const auto& [where, p] : refs) {
+      const auto dot = where.rfind('.');
+      const std::string cfg_name = where.substr(std::string("methods.").size(),
+                                                dot - std::string("methods.").size());
+      const MethodConfig* cfg = m_.find_method(cfg_name);
+      const std::string target = std::get<std::string>(cfg->params.at(where.substr(dot + 1)));
+      const MethodConfig* ref = m_.find_method(target);
+      if (!ref) {
+        diag_.error(p, where, "no method configuration named '" + target + "'");
+      } else if (ref->name == cfg->name) {
+        diag_.error(p, where, "a method cannot wrap itself");
+      } else if (!mc::find_method(ref->method)->is_scorer) {
+        diag_.error(p, where,
+                    "'" + target + "' (method " + ref->method +
+                        ") is not a scorer; wrappers take a scoring method");
+      }
+    }
+  }
+
+  void param(Fields& f, const toml::table& mt, MethodConfig& cfg, const mc::ParamSpec& p,
+             std::vector<std::pair<std::string, SourcePos>>& refs) {
+    const toml::node* n = f.get(p.name, false);
+    const std::string where = f.field(p.name);
+    if (!n) {
+      auto def = mc::default_for(p, cfg.variant);
+      if (def) {
+        cfg.params[p.name] = *def;
+      } else {
+        diag_.error(f.pos(), where,
+                    "missing required parameter of method '" + cfg.method + "' (" + p.doc + ")");
+      }
+      return;
+    }
+    (void)mt;
+    auto range_text = [&](double lo, double hi, bool hi_excl) {
+      std::string s = "[" + format_number(lo) + ", ";
+      if (hi <= lo) return s + "inf)";
+      return s + format_number(hi) + (hi_excl ? ")" : "]");
+    };
+    switch (p.type) {
+      case mc::ParamType::integer: {
+        if (!n->is_integer()) {
+          diag_.error(pos_of(*n), where, "expected an integer, found " + type_phrase(*n));
+          return;
+        }
+        const std::int64_t v = n->as_integer()->get();
+        const double dv = static_cast<double>(v);
+        if (dv < p.min || (p.max > p.min && dv > p.max)) {
+          diag_.error(pos_of(*n), where,
+                      std::to_string(v) + " is outside " + range_text(p.min, p.max, false));
+          return;
+        }
+        if (p.odd_only && v % 2 == 0) {
+          diag_.error(pos_of(*n), where, std::to_string(v) + " must be odd");
+          return;
+        }
+        cfg.params[p.name] = v;
+        return;
+      }
+      case mc::ParamType::real: {
+        auto v = f.as_real(*n, where);
+        if (!v) return;
+        if (*v < p.min || (p.max > p.min && (p.max_exclusive ? *v >= p.max : *v > p.max))) {
+          diag_.error(pos_of(*n), where,
+                      format_number(*v) + " is outside " +
+                          range_text(p.min, p.max, p.max_exclusive));
+          return;
+        }
+        cfg.params[p.name] = *v;
+        return;
+      }
+      case mc::ParamType::boolean:
+        if (!n->is_boolean()) {
+          diag_.error(pos_of(*n), where, "expected a boolean, found " + type_phrase(*n));
+          return;
+        }
+        cfg.params[p.name] = n->as_boolean()->get();
+        return;
+      case mc::ParamType::choice: {
+        if (!n->is_string()) {
+          diag_.error(pos_of(*n), where, "expected a string, found " + type_phrase(*n));
+          return;
+        }
+        const std::string v = n->as_string()->get();
+        if (std::find(p.choices.begin(), p.choices.end(), v) == p.choices.end()) {
+          diag_.error(pos_of(*n), where,
+                      "unknown value '" + v + "' (expected one of: " + join(p.choices) + ")");
+          return;
+        }
+        cfg.params[p.name] = v;
+        return;
+      }
+      case mc::ParamType::method_ref: {
+        if (!n->is_string()) {
+          diag_.error(pos_of(*n), where,
+                      "expected the name of a method configuration, found " + type_phrase(*n));
+          return;
+        }
+        cfg.params[p.name] = n->as_string()->get();
+        refs.emplace_back(where, pos_of(*n));
+        return;
+      }
+    }
+  }
+
+  void grids(Fields& top) {
+    std::map<std::string, SourcePos> seen;
+    for (const auto& entry : table_array(top, "grids", true)) {
+      const toml::table* t = entry.first;
+      const std::size_t i = entry.second;
+      Fields f(*t, "grids[" + std::to_string(i) + "]", diag_);
+      Grid g;
+      g.pos = f.pos();
+      if (auto v = name_field(f, "name", "grid", seen)) g.name = *v;
+      if (auto v = f.string_set("benchmarks", true, "benchmark",
+                                [&](const std::string& b, SourcePos p, const std::string& w) {
+                                  return known(m_.find_benchmark(b) != nullptr, p, w, "benchmark",
+                                               b);
+                                }))
+        g.benchmarks = *v;
+      if (t->get("models")) {
+        if (auto v = f.string_set("models", false, "model",
+                                  [&](const std::string& b, SourcePos p, const std::string& w) {
+                                    return known(m_.find_model(b) != nullptr, p, w, "model", b);
+                                  }))
+          g.models = *v;
+      } else {
+        for (const auto& model : m_.models) g.models.push_back(model.name);
+        std::sort(g.models.begin(), g.models.end());
+      }
+      bool any_ratio = false, any_threshold = false;
+      if (auto v = f.string_set("methods", true, "method",
+                                [&](const std::string& b, SourcePos p, const std::string& w) {
+                                  const MethodConfig* c = m_.find_method(b);
+                                  if (!known(c != nullptr, p, w, "method configuration", b))
+                                    return false;
+                                  if (mc::find_method(c->method)->axis ==
+                                      mc::BudgetAxis::threshold)
+                                    any_threshold = true;
+                                  else
+                                    any_ratio = true;
+                                  return true;
+                                }))
+        g.methods = *v;
+      const toml::node* cn = t->get("compression");
+      const toml::node* rn = t->get("retention");
+      if (cn && rn) {
+        diag_.error(pos_of(*rn), f.field("retention"),
+                    "give either compression or retention, not both");
+        f.get("compression", false);
+        f.get("retention", false);
+      } else if (cn || rn) {
+        g.ratio_kind = cn ? RatioKind::compression : RatioKind::retention;
+        const std::string key = cn ? "compression" : "retention";
+        if (auto v = numbers(f, key, cn != nullptr ? "compression" : "retention")) g.ratios = *v;
+        if (!any_ratio && !g.methods.empty())
+          diag_.error(pos_of(cn ? *cn : *rn), f.field(key),
+                      "no method of this grid takes a ratio budget");
+      } else if (any_ratio) {
+        diag_.error(f.pos(), f.field("compression"),
+                    "missing: a grid with ratio-budget methods needs compression = [...] or "
+                    "retention = [...]");
+      }
+      if (const toml::node* tn = t->get("thresholds")) {
+        if (auto v = numbers(f, "thresholds", "threshold")) g.thresholds = *v;
+        if (!any_threshold && !g.methods.empty())
+          diag_.error(pos_of(*tn), f.field("thresholds"),
+                      "no method of this grid takes a threshold budget");
+      } else if (any_threshold) {
+        diag_.error(f.pos(), f.field("thresholds"),
+                    "missing: a grid with threshold methods (refreekv) needs thresholds = [...]");
+      }
+      if (auto v = f.string_set("protocols", true, "protocol",
+                                [&](const std::string& b, SourcePos p, const std::string& w) {
+                                  return member(b, p, w, kProtocols, "protocol");
+                                }))
+        g.protocols = *v;
+      if (auto v = f.string_set("backends", true, "backend",
+                                [&](const std::string& b, SourcePos p, const std::string& w) {
+                                  return member(b, p, w, kBackends, "attention backend");
+                                }))
+        g.backends = *v;
+      f.finish(
+          "name, benchmarks, models, methods, compression, retention, thresholds, protocols, "
+          "backends");
+      m_.grids.push_back(std::move(g));
+    }
+  }
+
+  bool known(bool found, SourcePos p, const std::string& where, const char* what,
+             const std::string& name) {
+    if (!found) diag_.error(p, where, std::string("no ") + what + " named '" + name + "'");
+    return found;
+  }
+
+  template <std::size_t N>
+  bool member(const std::string& v, SourcePos p, const std::string& where,
+              const char* const (&set)[N], const char* what) {
+    if (one_of(v, set)) return true;
+    std::vector<std::string> names(std::begin(set), std::end(set));
+    diag_.error(p, where,
+                "unknown " + std::string(what) + " '" + v + "' (expected one of: " + join(names) +
+                    ")");
+    return false;
+  }
+
+  // A non-empty set of budget values; range depends on `kind`.
+  std::optional<std::vector<double>> numbers(Fields& f, const std::string& key,
+                                             const std::string& kind) {
+    const toml::array* a = f.array(key, true);
+    if (!a) return std::nullopt;
+    if (a->empty()) {
+      diag_.error(pos_of(*a), f.field(key), "empty list; at least one value is needed");
+      return std::nullopt;
+    }
+    std::vector<double> out;
+    bool ok = true;
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const toml::node& e = *a->get(i);
+      const std::string where = f.field(key) + "[" + std::to_string(i) + "]";
+      auto v = f.as_real(e, where);
+      if (!v) {
+        ok = false;
+        continue;
+      }
+      if (!budget_in_range(*v, kind, pos_of(e), where)) {
+        ok = false;
+        continue;
+      }
+      if (std::find(out.begin(), out.end(), *v) != out.end()) {
+        diag_.error(pos_of(e), where, "duplicate value " + format_number(*v));
+        ok = false;
+        continue;
+      }
+      out.push_back(*v);
+    }
+    if (!ok) return std::nullopt;
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  bool budget_in_range(double v, const std::string& kind, SourcePos p, const std::string& where) {
+    if (kind == "compression" && !(v >= 0 && v < 1)) {
+      diag_.error(p, where, "compression ratio " + format_number(v) + " is outside [0, 1)");
+      return false;
+    }
+    if (kind == "retention" && !(v > 0 && v <= 1)) {
+      diag_.error(p, where, "retention ratio " + format_number(v) + " is outside (0, 1]");
+      return false;
+    }
+    if (kind == "threshold" && !(v > 0)) {
+      diag_.error(p, where, "threshold " + format_number(v) + " must be positive");
+      return false;
+    }
+    return true;
+  }
+
+  void certifications(Fields& top) {
+    std::map<std::string, SourcePos> seen;
+    std::map<std::string, std::pair<std::int64_t, std::int64_t>> split_of;  // benchmark -> split
+    std::map<std::string, std::string> split_owner;
+    for (const auto& entry : table_array(top, "certification", false)) {
+      const toml::table* t = entry.first;
+      const std::size_t i = entry.second;
+      const std::string prefix = "certification[" + std::to_string(i) + "]";
+      Fields f(*t, prefix, diag_);
+      Certification c;
+      c.pos = f.pos();
+      if (auto v = name_field(f, "name", "certification", seen)) c.name = *v;
+      const Grid* grid = nullptr;
+      if (auto v = f.string("grid", true)) {
+        grid = m_.find_grid(*v);
+        if (!grid) diag_.error(pos_of(*t->get("grid")), f.field("grid"), "no grid named '" + *v + "'");
+        c.grid = *v;
+      }
+      auto in_grid = [&](const char* key, const std::vector<std::string>* list, const char* what)
+          -> std::optional<std::string> {
+        auto v = f.string(key, true);
+        if (!v || !grid) return v;
+        if (std::find(list->begin(), list->end(), *v) == list->end()) {
+          diag_.error(pos_of(*t->get(key)), f.field(key),
+                      std::string(what) + " '" + *v + "' is not in grid '" + grid->name + "' (" +
+                          join(*list) + ")");
+          return std::nullopt;
+        }
+        return v;
+      };
+      auto bench = in_grid("benchmark", grid ? &grid->benchmarks : nullptr, "benchmark");
+      auto meth = in_grid("method", grid ? &grid->methods : nullptr, "method");
+      auto proto = in_grid("protocol", grid ? &grid->protocols : nullptr, "protocol");
+      auto back = in_grid("backend", grid ? &grid->backends : nullptr, "backend");
+      if (bench) c.benchmark = *bench;
+      if (meth) c.method = *meth;
+      if (proto) c.protocol = *proto;
+      if (back) c.backend = *back;
+      candidates(f, *t, grid, meth ? m_.find_method(*meth) : nullptr, c);
+      if (auto v = f.real("tau", true)) {
+        if (!(*v > 0 && *v <= 1))
+          diag_.error(pos_of(*t->get("tau")), f.field("tau"),
+                      format_number(*v) + " is outside (0, 1] (utilities lie in [0, 1])");
+        c.tau = *v;
+      }
+      for (const char* key : {"epsilon", "delta"}) {
+        if (auto v = f.real(key, true)) {
+          if (!(*v > 0 && *v < 1))
+            diag_.error(pos_of(*t->get(key)), f.field(key), format_number(*v) + " is outside (0, 1)");
+          (std::string(key) == "epsilon" ? c.epsilon : c.delta) = *v;
+        }
+      }
+      if (auto v = f.integer("calibration", true, 1, 1000000)) c.calibration = *v;
+      if (auto v = f.integer("test", true, 0, 1000000)) c.test = *v;
+      const Benchmark* b = bench ? m_.find_benchmark(*bench) : nullptr;
+      if (b && c.calibration > 0 && c.calibration + c.test > b->instances) {
+        diag_.error(f.pos(), prefix,
+                    "calibration + test = " + std::to_string(c.calibration + c.test) +
+                        " instances per task, but benchmark '" + b->name + "' has " +
+                        std::to_string(b->instances));
+      }
+      if (b && c.calibration > 0) {
+        auto it = split_of.find(b->name);
+        if (it == split_of.end()) {
+          split_of[b->name] = {c.calibration, c.test};
+          split_owner[b->name] = prefix;
+        } else if (it->second != std::make_pair(c.calibration, c.test)) {
+          diag_.error(f.pos(), prefix,
+                      "calibration/test split " + std::to_string(c.calibration) + "/" +
+                          std::to_string(c.test) + " differs from " + split_owner[b->name] + " (" +
+                          std::to_string(it->second.first) + "/" +
+                          std::to_string(it->second.second) + ") on benchmark '" + b->name +
+                          "'; a benchmark's instances are split once");
+        }
+      }
+      f.finish(
+          "name, grid, benchmark, method, protocol, backend, candidates, tau, epsilon, delta, "
+          "calibration, test");
+      m_.certifications.push_back(std::move(c));
+    }
+  }
+
+  void candidates(Fields& f, const toml::table& t, const Grid* grid, const MethodConfig* cfg,
+                  Certification& c) {
+    const toml::array* a = f.array("candidates", true);
+    if (!a) return;
+    if (a->empty()) {
+      diag_.error(pos_of(*a), f.field("candidates"), "empty list; at least one candidate is needed");
+      return;
+    }
+    (void)t;
+    std::string kind = "retention";
+    const std::vector<double>* allowed = nullptr;
+    if (grid && cfg) {
+      if (mc::find_method(cfg->method)->axis == mc::BudgetAxis::threshold) {
+        kind = "threshold";
+        allowed = &grid->thresholds;
+      } else if (grid->ratio_kind) {
+        kind = *grid->ratio_kind == RatioKind::compression ? "compression" : "retention";
+        allowed = &grid->ratios;
+      }
+    }
+    for (std::size_t i = 0; i < a->size(); ++i) {
+      const toml::node& e = *a->get(i);
+      const std::string where = f.field("candidates") + "[" + std::to_string(i) + "]";
+      auto v = f.as_real(e, where);
+      if (!v) continue;
+      if (!budget_in_range(*v, kind, pos_of(e), where)) continue;
+      if (allowed && std::find(allowed->begin(), allowed->end(), *v) == allowed->end()) {
+        diag_.error(pos_of(e), where,
+                    kind + " " + format_number(*v) + " is not in the " + kind + " list of grid '" +
+                        grid->name + "'");
+        continue;
+      }
+      if (!c.candidates.empty()) {
+        const double prev = c.candidates.back();
+        // Conservative -> aggressive: retention decreases; compression and T increase.
+        const bool ordered = kind == "retention" ? *v < prev : *v > prev;
+        if (!ordered) {
+          diag_.error(pos_of(e), where,
+                      format_number(*v) + " after " + format_number(prev) +
+                          ": candidates must go strictly from conservative to aggressive (" +
+                          (kind == "retention" ? "decreasing retention"
+                                               : "increasing " + kind) +
+                          ")");
+          continue;
+        }
+      }
+      c.candidates.push_back(*v);
+    }
+  }
+
+  void statistics(Fields& top) {
+    m_.statistics.seed = m_.study.seed;
+    const toml::table* t = sub_table(top, "statistics", false);
+    if (!t) return;
+    Fields f(*t, "statistics", diag_);
+    if (auto v = f.integer("bootstrap_resamples", false, 1, 100000000))
+      m_.statistics.bootstrap_resamples = *v;
+    if (auto v = f.integer("seed", false, 0, std::numeric_limits<std::int64_t>::max()))
+      m_.statistics.seed = static_cast<std::uint64_t>(*v);
+    if (auto v = f.real("alpha", false)) {
+      if (!(*v > 0 && *v < 1))
+        diag_.error(pos_of(*t->get("alpha")), "statistics.alpha", format_number(*v) + " is outside (0, 1)");
+      m_.statistics.alpha = *v;
+    }
+    std::map<std::string, SourcePos> seen;
+    for (const auto& entry : table_array(f, "families", false)) {
+      const toml::table* ft = entry.first;
+      const std::size_t i = entry.second;
+      Fields ff(*ft, "statistics.families[" + std::to_string(i) + "]", diag_);
+      Family fam;
+      fam.pos = ff.pos();
+      if (auto v = name_field(ff, "name", "family", seen)) fam.name = *v;
+      if (auto v = ff.choice("analysis", true, kAnalyses, "analysis")) fam.analysis = *v;
+      if (auto v = ff.string_set("over", true, "dimension",
+                                 [&](const std::string& d, SourcePos p, const std::string& w) {
+                                   if (!member(d, p, w, kDimensions, "dimension")) return false;
+                                   if ((fam.analysis == "protocol_gap" && d == "protocol") ||
+                                       (fam.analysis == "backend_confound" &&
+                                        (d == "backend" || d == "method" || d == "budget"))) {
+                                     diag_.error(p, w,
+                                                 "a " + fam.analysis +
+                                                     " family cannot range over '" + d +
+                                                     "': the analysis compares along it");
+                                     return false;
+                                   }
+                                   return true;
+                                 }))
+        fam.over = *v;
+      ff.finish("name, analysis, over");
+      m_.statistics.families.push_back(std::move(fam));
+    }
+    f.finish("bootstrap_resamples, seed, alpha, families");
+  }
+
+  void sharding(Fields& top) {
+    const toml::table* t = sub_table(top, "sharding", false);
+    if (!t) return;
+    Fields f(*t, "sharding", diag_);
+    if (auto v = f.integer("flush_every", false, 1, 1000000)) m_.sharding.flush_every = *v;
+    if (auto v = f.integer("records_per_shard", false, 0, std::numeric_limits<std::int64_t>::max()))
+      m_.sharding.records_per_shard = *v;
+    f.finish("flush_every, records_per_shard");
+  }
+
+  const toml::table& root_;
+  Manifest& m_;
+  Diagnostics& diag_;
+};
+
+// Same method and parameters under two names would be the same cells twice.
+void check_distinct_configs(const Manifest& m, Diagnostics& diag) {
+  std::map<std::string, const MethodConfig*> seen;
+  for (const auto& cfg : m.methods) {
+    const std::string key = canonical_method(m, cfg).dump();
+    auto [it, fresh] = seen.emplace(key, &cfg);
+    if (!fresh) {
+      diag.error(cfg.pos, "methods." + cfg.name,
+                 "same method and parameters as methods." + it->second->name +
+                     " (line " + std::to_string(it->second->pos.line) +
+                     "); one configuration would be run twice");
+    }
+  }
+}
+
+template <typename T>
+void sort_by_name(std::vector<T>& v) {
+  std::sort(v.begin(), v.end(), [](const T& a, const T& b) { return a.name < b.name; });
+}
+
+}  // namespace
+
+Manifest parse_manifest(std::string_view text, const std::filesystem::path& file) {
+  Diagnostics diag(file.string());
+  toml::table root;
+  try {
+    root = toml::parse(text, file.string());
+  } catch (const toml::parse_error& e) {
+    diag.error(pos_of(e.source()), "", "TOML syntax error: " + std::string(e.description()));
+    diag.throw_if_any();
+  }
+  Manifest m;
+  m.file = file;
+  Parser(root, m, diag).run();
+  sort_by_name(m.models);
+  sort_by_name(m.benchmarks);
+  sort_by_name(m.grids);
+  sort_by_name(m.certifications);
+  sort_by_name(m.statistics.families);
+  if (diag.empty()) check_distinct_configs(m, diag);
+  diag.throw_if_any();
+  return m;
+}
+
+Manifest load_manifest(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    throw InputError(file.string() + ": cannot read the manifest (" +
+                     (std::filesystem::exists(file) ? "permission denied or not a file"
+                                                    : "no such file") +
+                     ")");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_manifest(ss.str(), file);
+}
+
+}  // namespace kvaudit::manifest

@@ -1,0 +1,53 @@
+#include "suite/manifest/path_check.h"
+
+#include <filesystem>
+
+#include "suite/manifest/diagnostics.h"
+
+namespace kvaudit::manifest {
+
+std::vector<std::string> check_paths(const Manifest& m) {
+  namespace fs = std::filesystem;
+  Diagnostics diag(m.file.string());
+  for (std::size_t i = 0; i < m.models.size(); ++i) {
+    const Model& model = m.models[i];
+    const fs::path p = m.resolve(model.path);
+    const std::string field = "models." + model.name + ".path";
+    std::error_code ec;
+    if (!fs::exists(p, ec)) {
+      diag.error(model.path_pos, field,
+                 "model '" + model.name + "': " + p.string() +
+                     " does not exist (set the path to your copy of the model)");
+    } else if (model.format == "hf" && !fs::is_regular_file(p / "config.json", ec)) {
+      diag.error(model.path_pos, field,
+                 "model '" + model.name + "': " + p.string() +
+                     " is not a Hugging Face model directory (no config.json)");
+    } else if (model.format == "gguf" && !fs::is_regular_file(p, ec)) {
+      diag.error(model.path_pos, field,
+                 "model '" + model.name + "': " + p.string() + " is not a GGUF file");
+    }
+  }
+  for (const Benchmark& b : m.benchmarks) {
+    auto check = [&](const char* key, const std::string& value, bool directory) {
+      if (value.empty() || (std::string(key) == "essay" && value == "builtin")) return;
+      const fs::path p = m.resolve(value);
+      std::error_code ec;
+      const bool ok = directory ? fs::is_directory(p, ec) : fs::is_regular_file(p, ec);
+      if (!ok) {
+        const auto it = b.path_pos.find(key);
+        diag.error(it != b.path_pos.end() ? it->second : b.pos,
+                   "benchmarks." + b.name + "." + key,
+                   p.string() + (fs::exists(p, ec) ? (directory ? " is not a directory"
+                                                                : " is not a regular file")
+                                                   : " does not exist"));
+      }
+    };
+    check("essay", b.essay, false);
+    check("squad", b.squad, false);
+    check("hotpotqa", b.hotpotqa, false);
+    check("data_dir", b.data_dir, true);
+  }
+  return diag.lines();
+}
+
+}  // namespace kvaudit::manifest

@@ -1,0 +1,16 @@
+// Plan-time checks that the files a manifest names exist: model paths (an HF directory with
+// config.json, or a .gguf file) and benchmark data files. Parsing never touches the file system;
+// these checks run when a study is planned or run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "suite/manifest/manifest.h"
+
+namespace kvaudit::manifest {
+
+// One `file:line:column: field: what is wrong` line per missing or wrong path; empty when all ok.
+std::vector<std::string> check_paths(const Manifest& m);
+
+}  // namespace kvaudit::manifest

@@ -1,0 +1,137 @@
+// The record of one cell: what one (unit, method, ratio, protocol) evaluation produced.
+//
+// One CellRecord becomes one row of the `/records` compound dataset of a shard (docs/RECORDS.md has
+// the field-by-field schema). The enums are stored as HDF5 enums on int8 whose member names are the
+// strings in EnumTraits<...>::members, so h5py.check_enum_dtype returns the mapping.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kvaudit::records {
+
+enum class CellStatus : std::int8_t { ok = 0, oom = 1, error = 2, excluded = 3, abandoned = 4 };
+enum class Backend : std::int8_t { sdpa = 0, eager = 1 };
+enum class Protocol : std::int8_t { query_aware = 0, query_agnostic = 1 };
+enum class Split : std::int8_t { none = 0, calibration = 1, test = 2 };
+enum class BudgetKind : std::int8_t { none = 0, compression = 1, retention = 2, threshold = 3 };
+
+template <typename E>
+struct EnumMember {
+  std::string_view name;  // the HDF5 enum member name
+  E value;
+};
+
+// For each record enum: the HDF5 type's name (used in messages) and its members in value order.
+template <typename E>
+struct EnumTraits;
+
+template <>
+struct EnumTraits<CellStatus> {
+  static constexpr std::string_view type_name = "CellStatus";
+  static constexpr std::array<EnumMember<CellStatus>, 5> members{
+      {{"ok", CellStatus::ok},
+       {"oom", CellStatus::oom},
+       {"error", CellStatus::error},
+       {"excluded", CellStatus::excluded},
+       {"abandoned", CellStatus::abandoned}}};
+};
+template <>
+struct EnumTraits<Backend> {
+  static constexpr std::string_view type_name = "Backend";
+  static constexpr std::array<EnumMember<Backend>, 2> members{
+      {{"sdpa", Backend::sdpa}, {"eager", Backend::eager}}};
+};
+template <>
+struct EnumTraits<Protocol> {
+  static constexpr std::string_view type_name = "Protocol";
+  static constexpr std::array<EnumMember<Protocol>, 2> members{
+      {{"query-aware", Protocol::query_aware}, {"query-agnostic", Protocol::query_agnostic}}};
+};
+template <>
+struct EnumTraits<Split> {
+  static constexpr std::string_view type_name = "Split";
+  static constexpr std::array<EnumMember<Split>, 3> members{
+      {{"none", Split::none}, {"calibration", Split::calibration}, {"test", Split::test}}};
+};
+template <>
+struct EnumTraits<BudgetKind> {
+  static constexpr std::string_view type_name = "BudgetKind";
+  static constexpr std::array<EnumMember<BudgetKind>, 4> members{
+      {{"none", BudgetKind::none},
+       {"compression", BudgetKind::compression},
+       {"retention", BudgetKind::retention},
+       {"threshold", BudgetKind::threshold}}};
+};
+
+// The member name of `value`, or "" if `value` is not a member (e.g. a bad static_cast).
+template <typename E>
+constexpr std::string_view enum_name(E value) {
+  for (const auto& member : EnumTraits<E>::members) {
+    if (member.value == value) return member.name;
+  }
+  return {};
+}
+
+// The member called `name`, if any.
+template <typename E>
+constexpr std::optional<E> enum_from_name(std::string_view name) {
+  for (const auto& member : EnumTraits<E>::members) {
+    if (member.name == name) return member.value;
+  }
+  return std::nullopt;
+}
+
+template <typename E>
+constexpr bool is_enum_member(E value) {
+  return !enum_name(value).empty();
+}
+
+inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN();
+
+// One cell's record. Doubles that do not apply (the ratio fields of another budget kind, the score
+// of a failed cell, timings never measured) are NaN. Strings are UTF-8.
+struct CellRecord {
+  std::uint64_t cell_id = 0;  // stable content-derived id from the manifest
+  std::uint64_t unit_id = 0;  // the unit (model, backend, benchmark, task, instance) it belongs to
+  std::int32_t attempt = 0;   // which attempt of the study wrote it (1 = first run)
+  std::int32_t rank = 0;      // MPI rank that wrote it
+  CellStatus status = CellStatus::ok;
+  std::string model;          // model name as the manifest gives it
+  std::string benchmark;      // e.g. "ruler", "longbench"
+  std::string task;           // e.g. "niah_single_1"
+  std::string method;         // the manifest's method config name
+  std::string method_id;      // the method implementation, e.g. "snapkv"
+  std::string params_digest;  // 16 hex digits identifying the method parameters
+  Backend backend = Backend::sdpa;
+  Protocol protocol = Protocol::query_aware;
+  Split split = Split::none;
+  BudgetKind budget_kind = BudgetKind::none;
+  double compression = kNotApplicable;  // fraction removed (kvpress cr)
+  double retention = kNotApplicable;    // fraction kept
+  double threshold = kNotApplicable;    // threshold of threshold-based methods
+  std::uint32_t instance = 0;           // instance index within the task
+  std::uint32_t nominal_length = 0;     // nominal context length (e.g. RULER 8192)
+  std::uint32_t n_prompt_tokens = 0;    // whole prompt as the evaluated tokenizer sees it
+  std::uint32_t n_context_tokens = 0;
+  std::uint32_t n_question_tokens = 0;
+  std::uint32_t n_generated_tokens = 0;
+  std::uint64_t kept_tokens = 0;               // KV entries kept, summed over layers and heads
+  std::uint64_t kept_bytes = 0;                // bytes of the compacted KV cache
+  std::uint64_t full_bytes = 0;                // bytes the uncompressed KV cache would take
+  double realised_retention = kNotApplicable;  // kept_bytes / full_bytes as actually achieved
+  double score = kNotApplicable;               // the benchmark metric, NaN if not scored
+  std::int64_t t_start_ns = 0;                 // Unix epoch ns (system clock)
+  std::int64_t t_end_ns = 0;
+  double prefill_ms = kNotApplicable;
+  double decode_ms = kNotApplicable;
+  std::string error;   // "" when status is ok
+  std::string output;  // the generated answer
+};
+
+}  // namespace kvaudit::records

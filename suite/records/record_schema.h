@@ -1,0 +1,103 @@
+// The HDF5 form of CellRecord: the compound memory and file types of `/records`, the POD mirror
+// struct that HDF5 reads and writes, and the schema check applied to files we did not write.
+//
+// File type: explicit little-endian members, packed (no padding on disk), member order as in
+// RecordPod. Memory type: RecordPod's layout (HOFFSET). Strings are variable-length UTF-8
+// (H5T_C_S1, H5T_VARIABLE, H5T_CSET_UTF8); enums are HDF5 enums on int8.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "suite/records/cell_record.h"
+#include "suite/records/hdf5_handle.h"
+
+namespace kvaudit::records {
+
+// Version of the record layout and attribute set; stored as the root attribute schema_version.
+inline constexpr std::int64_t kSchemaVersion = 1;
+// Name of the record dataset at the file root.
+inline constexpr const char* kRecordsDataset = "records";
+
+// CellRecord as HDF5 sees it in memory. String members point into a CellRecord (writing) or into
+// memory HDF5 allocated (reading: release with H5Dvlen_reclaim).
+struct RecordPod {
+  std::uint64_t cell_id;
+  std::uint64_t unit_id;
+  std::int32_t attempt;
+  std::int32_t rank;
+  std::int8_t status;
+  const char* model;
+  const char* benchmark;
+  const char* task;
+  const char* method;
+  const char* method_id;
+  const char* params_digest;
+  std::int8_t backend;
+  std::int8_t protocol;
+  std::int8_t split;
+  std::int8_t budget_kind;
+  double compression;
+  double retention;
+  double threshold;
+  std::uint32_t instance;
+  std::uint32_t nominal_length;
+  std::uint32_t n_prompt_tokens;
+  std::uint32_t n_context_tokens;
+  std::uint32_t n_question_tokens;
+  std::uint32_t n_generated_tokens;
+  std::uint64_t kept_tokens;
+  std::uint64_t kept_bytes;
+  std::uint64_t full_bytes;
+  double realised_retention;
+  double score;
+  std::int64_t t_start_ns;
+  std::int64_t t_end_ns;
+  double prefill_ms;
+  double decode_ms;
+  const char* error;
+  const char* output;
+};
+
+// What a member of the compound holds.
+enum class FieldType {
+  u32,
+  u64,
+  i32,
+  i64,
+  f64,
+  text,  // variable-length UTF-8 string
+  cell_status,
+  backend,
+  protocol,
+  split,
+  budget_kind,
+};
+
+struct FieldSpec {
+  const char* name;
+  FieldType type;
+  std::size_t offset;  // offset in RecordPod
+};
+
+// The members of the record compound, in file order.
+std::span<const FieldSpec> record_fields();
+
+// Compound types for H5Dcreate (file) and H5Dread/H5Dwrite (memory).
+h5::Datatype make_record_file_type();
+h5::Datatype make_record_memory_type();
+
+// A view of `record` for H5Dwrite: the string members point into `record`, which must outlive it.
+RecordPod to_pod(const CellRecord& record);
+// A copy of what H5Dread produced; null string pointers (never written) become "".
+CellRecord from_pod(const RecordPod& pod);
+
+// Checks a compound file type read from a shard against record_fields(): every member present,
+// with the expected class (and size, sign, string kind or enum members). Returns "" if the type
+// fits, else a description of the first mismatch, e.g. "member 'score' is a string, expected a
+// 64-bit float".
+std::string describe_schema_mismatch(hid_t file_type);
+
+}  // namespace kvaudit::records

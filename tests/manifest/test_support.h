@@ -1,0 +1,36 @@
+// Shared helpers for the manifest tests: reading files of the source tree, fresh temp dirs.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace kvaudit::test {
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::filesystem::path source_path(const std::string& rel) {
+  return std::filesystem::path(KVAUDIT_SOURCE_DIR) / rel;
+}
+
+// A fresh, empty directory for one test.
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  const auto dir = std::filesystem::path(KVAUDIT_TEST_TMP) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline std::string replace_once(std::string s, const std::string& from, const std::string& to) {
+  const auto pos = s.find(from);
+  if (pos == std::string::npos) throw std::runtime_error("test fixture lacks: " + from);
+  return s.replace(pos, from.size(), to);
+}
+
+}  // namespace kvaudit::test

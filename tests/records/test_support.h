@@ -1,0 +1,166 @@
+// Shared helpers of the records unit tests: a private temporary directory per test, field-by-field
+// record comparison (NaN-aware) and writer options with test provenance.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "suite/common/sha256.h"
+#include "suite/records/cell_record.h"
+#include "suite/records/shard_name.h"
+#include "suite/records/shard_writer.h"
+#include "tests/records/record_formula.h"
+
+namespace kvaudit::records::testing {
+
+// A fresh directory under KVAUDIT_RECORDS_TEST_TMP (mkdtemp), removed at the end unless the test
+// failed (then kept for inspection) or KVAUDIT_KEEP_TEST_DIRS is set.
+class TempDir {
+ public:
+  TempDir() {
+    std::filesystem::create_directories(KVAUDIT_RECORDS_TEST_TMP);
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name()
+                                       : std::string("records");
+    for (char& c : name) {
+      if (c == '/') c = '_';
+    }
+    std::string pattern = std::string(KVAUDIT_RECORDS_TEST_TMP) + "/" + name + ".XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    if (::testing::Test::HasFailure() || std::getenv("KVAUDIT_KEEP_TEST_DIRS") != nullptr) return;
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline const std::string kTestManifest = "{\"study\":\"unit\"}\n";
+
+inline ShardWriterOptions test_writer_options(const std::filesystem::path& dir, int rank,
+                                              std::uint32_t seq, std::size_t flush_every,
+                                              const std::string& manifest = kTestManifest) {
+  ShardWriterOptions options;
+  options.directory = dir;
+  fill_process_provenance(options.provenance);
+  options.provenance.manifest_sha256 = sha256_hex(manifest);
+  options.provenance.manifest_path = "unit.toml";
+  options.provenance.study_name = "unit";
+  options.provenance.rank = rank;
+  options.launch_pid = 4242;
+  options.seq = seq;
+  options.flush_every = flush_every;
+  return options;
+}
+
+inline bool same_double(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+// Compares every field; the failure message names the field.
+inline void expect_same_record(const CellRecord& got, const CellRecord& want) {
+#define KV_EXPECT_FIELD(f) EXPECT_EQ(got.f, want.f) << "field " #f " of cell " << want.cell_id
+#define KV_EXPECT_DOUBLE(f) \
+  EXPECT_TRUE(same_double(got.f, want.f)) << "field " #f ": " << got.f << " vs " << want.f
+  KV_EXPECT_FIELD(cell_id);
+  KV_EXPECT_FIELD(unit_id);
+  KV_EXPECT_FIELD(attempt);
+  KV_EXPECT_FIELD(rank);
+  KV_EXPECT_FIELD(status);
+  KV_EXPECT_FIELD(model);
+  KV_EXPECT_FIELD(benchmark);
+  KV_EXPECT_FIELD(task);
+  KV_EXPECT_FIELD(method);
+  KV_EXPECT_FIELD(method_id);
+  KV_EXPECT_FIELD(params_digest);
+  KV_EXPECT_FIELD(backend);
+  KV_EXPECT_FIELD(protocol);
+  KV_EXPECT_FIELD(split);
+  KV_EXPECT_FIELD(budget_kind);
+  KV_EXPECT_DOUBLE(compression);
+  KV_EXPECT_DOUBLE(retention);
+  KV_EXPECT_DOUBLE(threshold);
+  KV_EXPECT_FIELD(instance);
+  KV_EXPECT_FIELD(nominal_length);
+  KV_EXPECT_FIELD(n_prompt_tokens);
+  KV_EXPECT_FIELD(n_context_tokens);
+  KV_EXPECT_FIELD(n_question_tokens);
+  KV_EXPECT_FIELD(n_generated_tokens);
+  KV_EXPECT_FIELD(kept_tokens);
+  KV_EXPECT_FIELD(kept_bytes);
+  KV_EXPECT_FIELD(full_bytes);
+  KV_EXPECT_DOUBLE(realised_retention);
+  KV_EXPECT_DOUBLE(score);
+  KV_EXPECT_FIELD(t_start_ns);
+  KV_EXPECT_FIELD(t_end_ns);
+  KV_EXPECT_DOUBLE(prefill_ms);
+  KV_EXPECT_DOUBLE(decode_ms);
+  KV_EXPECT_FIELD(error);
+  KV_EXPECT_FIELD(output);
+#undef KV_EXPECT_FIELD
+#undef KV_EXPECT_DOUBLE
+}
+
+inline std::string file_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+inline void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+// Publishes a shard of formula records for global indices [first, last).
+inline std::filesystem::path publish_formula_shard(const std::filesystem::path& dir, int rank,
+                                                   std::uint32_t seq, std::uint64_t first,
+                                                   std::uint64_t last,
+                                                   const std::string& manifest = kTestManifest) {
+  ShardWriter writer(test_writer_options(dir, rank, seq, 16, manifest));
+  for (std::uint64_t g = first; g < last; ++g) writer.append(formula_record(g, rank, 1));
+  return writer.close_and_publish();
+}
+
+// What a writer killed mid-run leaves: a child process appends formula records for [first, last)
+// with `flush_every` and then _exit()s without flushing the tail, closing or publishing. Returns
+// the temporary shard's path.
+inline std::filesystem::path leave_crashed_temp_shard(const std::filesystem::path& dir, int rank,
+                                                      std::uint32_t seq, std::uint64_t first,
+                                                      std::uint64_t last, std::size_t flush_every,
+                                                      const std::string& manifest = kTestManifest) {
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error("fork failed");
+  if (child == 0) {
+    try {
+      ShardWriter writer(test_writer_options(dir, rank, seq, flush_every, manifest));
+      for (std::uint64_t g = first; g < last; ++g) writer.append(formula_record(g, rank, 1));
+      ::_exit(0);  // no destructor, no H5Fclose: like SIGKILL after the last automatic flush
+    } catch (...) {
+      ::_exit(1);
+    }
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("the crashing writer child failed");
+  }
+  return dir / (shard_file_name(shard_name_parts_from_environment(4242, rank, seq)) + ".tmp");
+}
+
+}  // namespace kvaudit::records::testing
