@@ -37,8 +37,9 @@ void BM_ExpandAuditManifest(benchmark::State& state) {
     benchmark::DoNotOptimize(ex.cells.data());
   }
   state.counters["cells"] = static_cast<double>(cells);
-  state.counters["cells_per_s"] = benchmark::Counter(
-      static_cast<double>(cells) * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["cells_per_s"] =
+      benchmark::Counter(static_cast<double>(cells) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ExpandAuditManifest)->Unit(benchmark::kMillisecond)->Iterations(3);
 

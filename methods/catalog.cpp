@@ -4,32 +4,71 @@ namespace kvaudit::methods {
 namespace {
 
 ParamSpec integer(std::string name, std::int64_t def, double min, double max, std::string doc) {
-  ParamSpec p{std::move(name), ParamType::integer, std::move(doc), ParamValue{def}, {}, min, max,
-              false, false, {}};
+  ParamSpec p{std::move(name),
+              ParamType::integer,
+              std::move(doc),
+              ParamValue{def},
+              {},
+              min,
+              max,
+              false,
+              false,
+              {}};
   return p;
 }
 
 ParamSpec real(std::string name, double def, double min, double max, bool max_exclusive,
                std::string doc) {
-  return ParamSpec{std::move(name), ParamType::real, std::move(doc), ParamValue{def}, {}, min, max,
-                   max_exclusive, false, {}};
+  return ParamSpec{std::move(name),
+                   ParamType::real,
+                   std::move(doc),
+                   ParamValue{def},
+                   {},
+                   min,
+                   max,
+                   max_exclusive,
+                   false,
+                   {}};
 }
 
 ParamSpec boolean(std::string name, bool def, std::string doc) {
-  return ParamSpec{std::move(name), ParamType::boolean, std::move(doc), ParamValue{def}, {}, 0, 0,
-                   false, false, {}};
+  return ParamSpec{std::move(name),
+                   ParamType::boolean,
+                   std::move(doc),
+                   ParamValue{def},
+                   {},
+                   0,
+                   0,
+                   false,
+                   false,
+                   {}};
 }
 
 ParamSpec choice(std::string name, std::string def, std::vector<std::string> choices,
                  std::string doc) {
-  return ParamSpec{std::move(name), ParamType::choice, std::move(doc), ParamValue{std::move(def)},
-                   {}, 0, 0, false, false, std::move(choices)};
+  return ParamSpec{std::move(name),
+                   ParamType::choice,
+                   std::move(doc),
+                   ParamValue{std::move(def)},
+                   {},
+                   0,
+                   0,
+                   false,
+                   false,
+                   std::move(choices)};
 }
 
 ParamSpec scorer_ref() {
-  return ParamSpec{"scorer", ParamType::method_ref,
+  return ParamSpec{"scorer",
+                   ParamType::method_ref,
                    "name of the method config (in this manifest) whose scores are wrapped",
-                   std::nullopt, {}, 0, 0, false, false, {}};
+                   std::nullopt,
+                   {},
+                   0,
+                   0,
+                   false,
+                   false,
+                   {}};
 }
 
 constexpr double kUnbounded = 0;  // max <= min: no upper bound
@@ -37,20 +76,36 @@ constexpr double kUnbounded = 0;  // max <= min: no upper bound
 std::vector<MethodSpec> build_catalog() {
   std::vector<MethodSpec> c;
   c.push_back({"full", "no eviction: the full-KV reference", "", BudgetAxis::none, {}, {}, false});
-  c.push_back({"random", "uniform random scores (Philox keyed by cell id)", "kvpress RandomPress",
-               BudgetAxis::ratio, {}, {}, true});
-  c.push_back({"knorm", "s(j) = -||K_j||_2 per KV head, in fp32",
+  c.push_back({"random",
+               "uniform random scores (Philox keyed by cell id)",
+               "kvpress RandomPress",
+               BudgetAxis::ratio,
+               {},
+               {},
+               true});
+  c.push_back({"knorm",
+               "s(j) = -||K_j||_2 per KV head, in fp32",
                "Devoto et al. 2024, 'A Simple and Effective L2 Norm-Based Strategy for KV Cache "
                "Compression'; kvpress KnormPress (PR #280: fp32)",
-               BudgetAxis::ratio, {}, {}, true});
-  c.push_back({"streaming_llm", "keep n_sink first tokens and the most recent ones",
+               BudgetAxis::ratio,
+               {},
+               {},
+               true});
+  c.push_back({"streaming_llm",
+               "keep n_sink first tokens and the most recent ones",
                "Xiao et al. 2024, 'Efficient Streaming Language Models with Attention Sinks'",
-               BudgetAxis::ratio, {},
-               {integer("n_sink", 4, 0, kUnbounded, "number of initial (sink) tokens kept")}, true});
+               BudgetAxis::ratio,
+               {},
+               {integer("n_sink", 4, 0, kUnbounded, "number of initial (sink) tokens kept")},
+               true});
   {
-    MethodSpec m{"snapkv", "observation-window attention, pooled",
+    MethodSpec m{"snapkv",
+                 "observation-window attention, pooled",
                  "Li et al. 2024, 'SnapKV: LLM Knows What You are Looking for Before Generation'",
-                 BudgetAxis::ratio, {"kvpress", "original"}, {}, true};
+                 BudgetAxis::ratio,
+                 {"kvpress", "original"},
+                 {},
+                 true};
     ParamSpec w = integer("window", 64, 1, kUnbounded, "observation window w (last w queries)");
     w.variant_default["original"] = ParamValue{std::int64_t{32}};
     ParamSpec k = integer("kernel_size", 5, 1, 255, "pooling kernel over the scores");
@@ -61,20 +116,33 @@ std::vector<MethodSpec> build_catalog() {
     m.params = {w, k, pool};
     c.push_back(std::move(m));
   }
-  c.push_back({"tova", "attention of the last query, averaged over all heads",
-               "Oren et al. 2024, 'Transformers are Multi-State RNNs'", BudgetAxis::ratio,
-               {"kvpress", "original"}, {}, true});
-  c.push_back({"observed_attention", "H2O-like: attention column sums / (L - j)",
-               "kvpress ObservedAttentionPress", BudgetAxis::ratio, {}, {}, true});
-  c.push_back({"h2o", "heavy hitters (unnormalised column sums) + recent window",
+  c.push_back({"tova",
+               "attention of the last query, averaged over all heads",
+               "Oren et al. 2024, 'Transformers are Multi-State RNNs'",
+               BudgetAxis::ratio,
+               {"kvpress", "original"},
+               {},
+               true});
+  c.push_back({"observed_attention",
+               "H2O-like: attention column sums / (L - j)",
+               "kvpress ObservedAttentionPress",
+               BudgetAxis::ratio,
+               {},
+               {},
+               true});
+  c.push_back({"h2o",
+               "heavy hitters (unnormalised column sums) + recent window",
                "Zhang et al. 2023, 'H2O: Heavy-Hitter Oracle for Efficient Generative Inference'",
-               BudgetAxis::ratio, {"original"},
+               BudgetAxis::ratio,
+               {"original"},
                {real("heavy_fraction", 0.5, 0, 1, false,
                      "share of the kept budget given to heavy hitters; the rest is recent")},
                true});
-  c.push_back({"expected_attention", "attention expected from future query statistics",
+  c.push_back({"expected_attention",
+               "attention expected from future query statistics",
                "Devoto et al. 2025, 'Expected Attention'; kvpress ExpectedAttentionPress",
-               BudgetAxis::ratio, {},
+               BudgetAxis::ratio,
+               {},
                {integer("n_future_positions", 512, 1, kUnbounded, "future positions averaged"),
                 integer("n_sink", 4, 0, kUnbounded, "sink tokens excluded and kept"),
                 boolean("use_covariance", true, "use the query covariance term"),
@@ -82,20 +150,30 @@ std::vector<MethodSpec> build_catalog() {
                 real("epsilon", 0.0, 0, kUnbounded, false, "additive epsilon")},
                true});
   {
-    MethodSpec m{"keydiff", "negative cosine similarity to the mean normalised key",
+    MethodSpec m{"keydiff",
+                 "negative cosine similarity to the mean normalised key",
                  "Park et al. 2025, 'KeyDiff: Key Similarity-Based KV Cache Eviction'",
-                 BudgetAxis::ratio, {"oneshot", "block"}, {}, true};
+                 BudgetAxis::ratio,
+                 {"oneshot", "block"},
+                 {},
+                 true};
     m.params = {integer("block_size", 128, 1, kUnbounded, "block size of the block variant")};
     c.push_back(std::move(m));
   }
-  c.push_back({"adakv", "head-adaptive budget over any scorer within a layer",
-               "Feng et al. 2024, 'Ada-KV'; kvpress AdaKVPress", BudgetAxis::ratio,
+  c.push_back({"adakv",
+               "head-adaptive budget over any scorer within a layer",
+               "Feng et al. 2024, 'Ada-KV'; kvpress AdaKVPress",
+               BudgetAxis::ratio,
                {"kvpress", "original"},
                {scorer_ref(), real("alpha", 0.2, 0, 1, false, "safeguard fraction per head")},
                false});
   {
-    MethodSpec m{"pyramidkv", "SnapKV scores with a pyramidal per-layer budget",
-                 "Cai et al. 2024, 'PyramidKV'; kvpress PyramidKVPress", BudgetAxis::ratio, {}, {},
+    MethodSpec m{"pyramidkv",
+                 "SnapKV scores with a pyramidal per-layer budget",
+                 "Cai et al. 2024, 'PyramidKV'; kvpress PyramidKVPress",
+                 BudgetAxis::ratio,
+                 {},
+                 {},
                  true};
     ParamSpec k = integer("kernel_size", 5, 1, 255, "pooling kernel");
     k.odd_only = true;
@@ -103,27 +181,43 @@ std::vector<MethodSpec> build_catalog() {
                 integer("beta", 20, 1, kUnbounded, "pyramid steepness")};
     c.push_back(std::move(m));
   }
-  c.push_back({"chunkkv", "chunk-level selection over any scorer",
-               "Liu et al. 2025, 'ChunkKV'; kvpress ChunkKVPress", BudgetAxis::ratio, {},
+  c.push_back({"chunkkv",
+               "chunk-level selection over any scorer",
+               "Liu et al. 2025, 'ChunkKV'; kvpress ChunkKVPress",
+               BudgetAxis::ratio,
+               {},
                {scorer_ref(), integer("chunk_length", 20, 1, kUnbounded, "tokens per chunk")},
                false});
-  c.push_back({"criticalkv", "two-stage selection with output-projection value norms",
-               "Feng et al. 2025, 'CriticalKV'; kvpress CriticalKVPress", BudgetAxis::ratio, {},
-               {scorer_ref(),
-                real("first_stage_ratio", 0.5, 0, 1, false, "budget share of stage 1"),
-                real("epsilon", 1e-4, 0, kUnbounded, false, "additive epsilon")},
-               false});
-  c.push_back({"defensivekv", "defensive aggregation, head-adaptive within a layer",
+  c.push_back(
+      {"criticalkv",
+       "two-stage selection with output-projection value norms",
+       "Feng et al. 2025, 'CriticalKV'; kvpress CriticalKVPress",
+       BudgetAxis::ratio,
+       {},
+       {scorer_ref(), real("first_stage_ratio", 0.5, 0, 1, false, "budget share of stage 1"),
+        real("epsilon", 1e-4, 0, kUnbounded, false, "additive epsilon")},
+       false});
+  c.push_back({"defensivekv",
+               "defensive aggregation, head-adaptive within a layer",
                "Feng et al. 2025, 'Taming the Fragility of KV Cache Eviction' (DefensiveKV)",
-               BudgetAxis::ratio, {}, {integer("window", 32, 1, kUnbounded, "observation window")},
+               BudgetAxis::ratio,
+               {},
+               {integer("window", 32, 1, kUnbounded, "observation window")},
                true});
-  c.push_back({"layer_defensivekv", "DefensiveKV with one budget across all layers",
-               "Feng et al. 2025 (Layer-DefensiveKV)", BudgetAxis::ratio, {},
-               {integer("window", 32, 1, kUnbounded, "observation window")}, true});
-  c.push_back({"refreekv", "request-adaptive pruning with threshold T on the last-token attention",
+  c.push_back({"layer_defensivekv",
+               "DefensiveKV with one budget across all layers",
+               "Feng et al. 2025 (Layer-DefensiveKV)",
+               BudgetAxis::ratio,
+               {},
+               {integer("window", 32, 1, kUnbounded, "observation window")},
+               true});
+  c.push_back({"refreekv",
+               "request-adaptive pruning with threshold T on the last-token attention",
                "ReFreeKV (formerly 'Towards Threshold-Free KV Cache Pruning')",
-               BudgetAxis::threshold, {},
-               {integer("window", 8, 1, kUnbounded, "recent window always kept")}, false});
+               BudgetAxis::threshold,
+               {},
+               {integer("window", 8, 1, kUnbounded, "recent window always kept")},
+               false});
   return c;
 }
 

@@ -15,10 +15,10 @@ enum class DataNeed { none, essay, squad, hotpotqa };
 
 struct TaskSpec {
   std::string name;
-  std::string family;       // ruler: niah, variable_tracking, ...; longbench: the metric
-  int max_new_tokens;       // RULER tokens_to_generate; LongBench dataset2maxlen
+  std::string family;  // ruler: niah, variable_tracking, ...; longbench: the metric
+  int max_new_tokens;  // RULER tokens_to_generate; LongBench dataset2maxlen
   DataNeed data;
-  bool english;             // LongBench: English task (the suite's default set)
+  bool english;  // LongBench: English task (the suite's default set)
 };
 
 std::string_view kind_name(BenchmarkKind kind);

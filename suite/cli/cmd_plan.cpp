@@ -40,8 +40,8 @@ Command plan_command() {
     }
     const auto out = study_output_dir(m, vm);
     if (vm.count("dry-run")) {
-      std::cout << "\ndry run: nothing written (the lock would be " << (out / manifest::kPreregFile).string()
-                << ")\n";
+      std::cout << "\ndry run: nothing written (the lock would be "
+                << (out / manifest::kPreregFile).string() << ")\n";
       return 0;
     }
     const auto outcome = manifest::write_prereg(out, manifest::make_prereg(m, ex, summary));

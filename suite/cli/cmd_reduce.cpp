@@ -41,7 +41,8 @@ Command reduce_command() {
     }
     std::cout << "study      " << prereg["study"].get<std::string>() << "\n"
               << "sha256     " << sha << "\n"
-              << "coverage   " << recorded << " of " << planned << " preregistered cells recorded\n";
+              << "coverage   " << recorded << " of " << planned
+              << " preregistered cells recorded\n";
     std::cerr << "kvaudit reduce: the statistics stage (certification, intervals, bootstrap, "
                  "report) is not in this build yet; it arrives with the statistics issue "
                  "(docs/CLI.md). No report was written.\n";

@@ -20,8 +20,9 @@ Command run_stage_command() {
   c.usage = "kvaudit run MANIFEST [--output-dir DIR]";
   c.options = [](po::options_description& d, po::positional_options_description& p) {
     d.add_options()("manifest", po::value<std::string>()->required(), "the study manifest (TOML)")(
-        "output-dir", po::value<std::string>(), "the study directory given to plan, if not "
-                                                "study.output_dir");
+        "output-dir", po::value<std::string>(),
+        "the study directory given to plan, if not "
+        "study.output_dir");
     p.add("manifest", 1);
   };
   c.body = [](const po::variables_map& vm) {

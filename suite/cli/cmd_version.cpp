@@ -36,8 +36,8 @@ Command version_command() {
     if (!p.built_with_cuda) {
       std::cout << "CUDA            " << p.unavailable_reason << "\n";
     } else {
-      std::cout << "CUDA runtime    " << cuda::cuda_version_text(p.runtime_version)
-                << ", driver " << cuda::cuda_version_text(p.driver_version) << "\n";
+      std::cout << "CUDA runtime    " << cuda::cuda_version_text(p.runtime_version) << ", driver "
+                << cuda::cuda_version_text(p.driver_version) << "\n";
       if (p.devices.empty()) std::cout << "GPU             none: " << p.unavailable_reason << "\n";
       for (const auto& d : p.devices) {
         std::cout << "GPU " << d.index << "           " << d.name << " (sm_" << d.compute_major

@@ -10,7 +10,8 @@ namespace {
 
 void print_usage(std::ostream& os) {
   os << "usage: kvaudit COMMAND [options]   (kvaudit COMMAND --help for details)\n\n"
-        "KV-cache eviction audits: preregistered manifests, HDF5 records, defensible statistics.\n\n"
+        "KV-cache eviction audits: preregistered manifests, HDF5 records, defensible "
+        "statistics.\n\n"
         "commands:\n";
   for (const auto& c : kvaudit::cli::commands()) {
     os << "  " << c.name << std::string(10 - c.name.size(), ' ') << c.summary << "\n";

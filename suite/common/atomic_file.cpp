@@ -46,8 +46,7 @@ void write_new_file(const std::filesystem::path& target, std::string_view conten
   if (std::filesystem::exists(target)) {
     throw InputError(target.string() + ": already exists; refusing to overwrite it");
   }
-  const std::filesystem::path tmp =
-      target.string() + ".tmp." + std::to_string(::getpid());
+  const std::filesystem::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) throw InternalError("cannot create " + tmp.string() + ": " + errno_text());
   std::size_t done = 0;

@@ -49,6 +49,21 @@ json canonical_benchmark_identity(const Benchmark& b) {
   return json{{"name", b.name}, {"kind", benchmarks::kind_name(b.kind)}, {"length", b.length}};
 }
 
+json canonical_certification(const Certification& c) {
+  return json{{"name", c.name},
+              {"grid", c.grid},
+              {"benchmark", c.benchmark},
+              {"method", c.method},
+              {"protocol", c.protocol},
+              {"backend", c.backend},
+              {"candidates", c.candidates},
+              {"tau", c.tau},
+              {"epsilon", c.epsilon},
+              {"delta", c.delta},
+              {"calibration", c.calibration},
+              {"test", c.test}};
+}
+
 json canonical_json(const Manifest& m) {
   json j;
   j["kvaudit_manifest_schema"] = kCanonicalSchema;
@@ -87,7 +102,7 @@ json canonical_json(const Manifest& m) {
             {"protocols", sorted_strings(g.protocols)},
             {"backends", sorted_strings(g.backends)},
             {"thresholds", g.thresholds}};
-    gj["ratio_kind"] = !g.ratio_kind                              ? ""
+    gj["ratio_kind"] = !g.ratio_kind                             ? ""
                        : *g.ratio_kind == RatioKind::compression ? "compression"
                                                                  : "retention";
     gj["ratios"] = g.ratios;
@@ -95,20 +110,7 @@ json canonical_json(const Manifest& m) {
   }
   j["grids"] = grids;
   json certs = json::array();
-  for (const auto& c : m.certifications) {
-    certs.push_back(json{{"name", c.name},
-                         {"grid", c.grid},
-                         {"benchmark", c.benchmark},
-                         {"method", c.method},
-                         {"protocol", c.protocol},
-                         {"backend", c.backend},
-                         {"candidates", c.candidates},
-                         {"tau", c.tau},
-                         {"epsilon", c.epsilon},
-                         {"delta", c.delta},
-                         {"calibration", c.calibration},
-                         {"test", c.test}});
-  }
+  for (const auto& c : m.certifications) certs.push_back(canonical_certification(c));
   j["certification"] = certs;
   json fams = json::array();
   for (const auto& f : m.statistics.families)

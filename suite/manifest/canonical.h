@@ -22,6 +22,8 @@ std::string manifest_sha256(const Manifest& m);
 // A method configuration by content: method id, variant and every parameter, with wrapped scorers
 // expanded in place. Names do not enter it, so renaming a configuration keeps its cells' ids.
 nlohmann::json canonical_method(const Manifest& m, const MethodConfig& cfg);
+// A certification block as it enters the canonical form (and the lock's contracts).
+nlohmann::json canonical_certification(const Certification& c);
 // The full-KV reference method.
 nlohmann::json canonical_full_method();
 // The identity of a model and a benchmark within cell ids (locations such as paths excluded).

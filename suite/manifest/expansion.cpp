@@ -64,10 +64,14 @@ std::size_t index_by_name(const std::vector<T>& v, const std::string& name) {
 
 const char* budget_kind_name(BudgetKind k) {
   switch (k) {
-    case BudgetKind::none: return "none";
-    case BudgetKind::compression: return "compression";
-    case BudgetKind::retention: return "retention";
-    case BudgetKind::threshold: return "threshold";
+    case BudgetKind::none:
+      return "none";
+    case BudgetKind::compression:
+      return "compression";
+    case BudgetKind::retention:
+      return "retention";
+    case BudgetKind::threshold:
+      return "threshold";
   }
   return "none";
 }
@@ -78,9 +82,9 @@ std::string unit_tuple(const Manifest& m, const Unit& u) {
 }
 
 std::string cell_tuple(const Manifest& m, const Unit& u, const Cell& c) {
-  const std::string method = c.method < 0
-                                 ? dump(canonical_full_method())
-                                 : dump(canonical_method(m, m.methods[static_cast<std::size_t>(c.method)]));
+  const std::string method =
+      c.method < 0 ? dump(canonical_full_method())
+                   : dump(canonical_method(m, m.methods[static_cast<std::size_t>(c.method)]));
   return cell_tuple_from(budget_json(c.budget_kind, c.budget), method, c.protocol,
                          unit_tuple(m, u));
 }
@@ -101,10 +105,11 @@ double estimated_cells(const Manifest& m) {
       const Benchmark* bench = m.find_benchmark(b);
       instances += static_cast<double>(bench->tasks.size()) * static_cast<double>(bench->instances);
     }
-    const double per_unit = (static_cast<double>(g.methods.size()) *
-                                 static_cast<double>(std::max(g.ratios.size(), g.thresholds.size())) +
-                             1) *
-                            static_cast<double>(g.protocols.size());
+    const double per_unit =
+        (static_cast<double>(g.methods.size()) *
+             static_cast<double>(std::max(g.ratios.size(), g.thresholds.size())) +
+         1) *
+        static_cast<double>(g.protocols.size());
     total += static_cast<double>(g.models.size() * g.backends.size()) * instances * per_unit;
   }
   return total;
@@ -113,8 +118,9 @@ double estimated_cells(const Manifest& m) {
 Expansion expand(const Manifest& m) {
   if (const double n = estimated_cells(m); n > static_cast<double>(kMaxCells)) {
     throw InputError(m.file.string() + ": the grids expand to about " +
-                     std::to_string(static_cast<long long>(n)) + " cells, more than one study may " +
-                     "plan (" + std::to_string(kMaxCells) + "); split it into several studies");
+                     std::to_string(static_cast<long long>(n)) +
+                     " cells, more than one study may " + "plan (" + std::to_string(kMaxCells) +
+                     "); split it into several studies");
   }
   Expansion ex;
   // Splits per (benchmark, task) from the certification blocks (validated to agree).
@@ -144,7 +150,8 @@ Expansion expand(const Manifest& m) {
       if (axis == methods::BudgetAxis::threshold) {
         ++gc.threshold_methods;
         for (double t : g.thresholds)
-          variants.push_back({method_canon[mi], {static_cast<std::int16_t>(mi), {BudgetKind::threshold, t}}});
+          variants.push_back(
+              {method_canon[mi], {static_cast<std::int16_t>(mi), {BudgetKind::threshold, t}}});
       } else {
         ++gc.ratio_methods;
         const BudgetKind kind = *g.ratio_kind == RatioKind::compression ? BudgetKind::compression
@@ -157,7 +164,8 @@ Expansion expand(const Manifest& m) {
     gc.thresholds = gc.threshold_methods ? static_cast<std::int64_t>(g.thresholds.size()) : 0;
     variants.push_back({full_canon, {-1, {BudgetKind::none, 0.0}}});
     std::vector<std::string> budget_text;
-    for (const auto& v : variants) budget_text.push_back(budget_json(v.second.second.first, v.second.second.second));
+    for (const auto& v : variants)
+      budget_text.push_back(budget_json(v.second.second.first, v.second.second.second));
 
     for (const auto& bname : g.benchmarks) {
       const std::size_t bi = index_by_name(m.benchmarks, bname);
@@ -176,7 +184,8 @@ Expansion expand(const Manifest& m) {
             for (std::int64_t inst = 0; inst < b.instances; ++inst) {
               const std::string ut = prefix.head + std::to_string(inst) + prefix.tail;
               const std::uint64_t uid = id_of(ut);
-              auto [uit, fresh] = unit_index.emplace(uid, static_cast<std::uint32_t>(ex.units.size()));
+              auto [uit, fresh] =
+                  unit_index.emplace(uid, static_cast<std::uint32_t>(ex.units.size()));
               if (fresh) {
                 Unit u;
                 u.id = uid;
@@ -217,8 +226,8 @@ Expansion expand(const Manifest& m) {
         }
       }
     }
-    gc.cells_per_unit = (gc.ratio_methods * gc.ratios + gc.threshold_methods * gc.thresholds + 1) *
-                        gc.protocols;
+    gc.cells_per_unit =
+        (gc.ratio_methods * gc.ratios + gc.threshold_methods * gc.thresholds + 1) * gc.protocols;
     ex.grids.push_back(gc);
   }
 

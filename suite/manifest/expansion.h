@@ -33,11 +33,11 @@ struct Unit {
 
 struct Cell {
   std::uint64_t id = 0;
-  std::uint32_t unit = 0;       // index into Expansion::units
-  std::int16_t method = -1;     // index into Manifest::methods; -1 = full-KV reference
-  std::uint8_t protocol = 0;    // index into kProtocols
+  std::uint32_t unit = 0;     // index into Expansion::units
+  std::int16_t method = -1;   // index into Manifest::methods; -1 = full-KV reference
+  std::uint8_t protocol = 0;  // index into kProtocols
   BudgetKind budget_kind = BudgetKind::none;
-  double budget = 0;            // the ratio or threshold as declared (0 for full-KV)
+  double budget = 0;  // the ratio or threshold as declared (0 for full-KV)
 };
 
 // How one grid's cell count comes about, for the plan printout.

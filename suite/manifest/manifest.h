@@ -55,9 +55,9 @@ struct Benchmark {
 };
 
 struct MethodConfig {
-  std::string name;     // the manifest's name for this configuration
-  std::string method;   // catalogue id
-  std::string variant;  // "" when the method has no variants
+  std::string name;                                   // the manifest's name for this configuration
+  std::string method;                                 // catalogue id
+  std::string variant;                                // "" when the method has no variants
   std::map<std::string, methods::ParamValue> params;  // every parameter, defaults filled in
   SourcePos pos;
 };
@@ -110,17 +110,17 @@ struct Statistics {
 
 // Operational hints: tune them per cluster; they are not part of the hash.
 struct Sharding {
-  std::int64_t flush_every = 64;         // records between HDF5 flushes
-  std::int64_t records_per_shard = 0;    // rotate shards after this many records (0: never)
+  std::int64_t flush_every = 64;       // records between HDF5 flushes
+  std::int64_t records_per_shard = 0;  // rotate shards after this many records (0: never)
 };
 
 struct Manifest {
   std::filesystem::path file;  // as given on the command line
   Study study;
-  std::vector<Model> models;              // sorted by name
-  std::vector<Benchmark> benchmarks;      // sorted by name
-  std::vector<MethodConfig> methods;      // sorted by name
-  std::vector<Grid> grids;                // sorted by name
+  std::vector<Model> models;                  // sorted by name
+  std::vector<Benchmark> benchmarks;          // sorted by name
+  std::vector<MethodConfig> methods;          // sorted by name
+  std::vector<Grid> grids;                    // sorted by name
   std::vector<Certification> certifications;  // sorted by name
   Statistics statistics;
   Sharding sharding;
@@ -137,8 +137,8 @@ struct Manifest {
 inline constexpr const char* kProtocols[] = {"query-agnostic", "query-aware"};
 inline constexpr const char* kBackends[] = {"eager", "sdpa"};
 inline constexpr const char* kFormats[] = {"gguf", "hf"};
-inline constexpr const char* kChatTemplates[] = {"chatml", "deepseek-r1-distill", "llama3",
-                                                 "mistral", "none", "qwen2"};
+inline constexpr const char* kChatTemplates[] = {
+    "chatml", "deepseek-r1-distill", "llama3", "mistral", "none", "qwen2"};
 inline constexpr const char* kDtypes[] = {"bf16", "f16", "f32"};
 inline constexpr const char* kAnalyses[] = {"accuracy", "backend_confound", "baseline_wins",
                                             "certification_task_risk", "protocol_gap"};

@@ -1,5 +1,7 @@
 #include "suite/manifest/manifest_parser.h"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <limits>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/diagnostics.h"
@@ -26,16 +27,26 @@ SourcePos pos_of(const toml::node& n) { return pos_of(n.source()); }
 
 std::string type_phrase(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::array: return n.is_array_of_tables() ? "an array of tables" : "an array";
-    case toml::node_type::table: return "a table";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-    default: return "nothing";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::array:
+      return n.is_array_of_tables() ? "an array of tables" : "an array";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    default:
+      return "nothing";
   }
 }
 
@@ -142,9 +153,9 @@ class Fields {
     if (!v) return std::nullopt;
     if (!one_of(*v, set)) {
       std::vector<std::string> names(std::begin(set), std::end(set));
-      diag_.error(pos_of(*n), field(key),
-                  "unknown " + std::string(what) + " '" + *v + "' (expected one of: " +
-                      join(names) + ")");
+      diag_.error(
+          pos_of(*n), field(key),
+          "unknown " + std::string(what) + " '" + *v + "' (expected one of: " + join(names) + ")");
       return std::nullopt;
     }
     return v;
@@ -168,8 +179,8 @@ class Fields {
     const toml::array* a = array(key, required);
     if (!a) return std::nullopt;
     if (a->empty()) {
-      diag_.error(pos_of(*a), field(key), std::string("empty list; at least one ") + what +
-                                              " is needed");
+      diag_.error(pos_of(*a), field(key),
+                  std::string("empty list; at least one ") + what + " is needed");
       return std::nullopt;
     }
     std::vector<std::string> out;
@@ -295,8 +306,9 @@ class Parser {
     const std::string v = n->as_string()->get();
     if (!valid_name(v)) {
       diag_.error(pos_of(*n), f.field(key),
-                  "'" + v + "' is not a valid name (1-64 characters: letters, digits, '.', '_', "
-                            "'-'; starting with a letter or digit)");
+                  "'" + v +
+                      "' is not a valid name (1-64 characters: letters, digits, '.', '_', "
+                      "'-'; starting with a letter or digit)");
       return std::nullopt;
     }
     if (auto it = seen.find(v); it != seen.end()) {
@@ -441,8 +453,9 @@ class Parser {
       const std::string prefix = "methods." + name;
       if (!valid_name(name)) {
         diag_.error(pos_of(k.source()), prefix,
-                    "'" + name + "' is not a valid name (1-64 characters: letters, digits, '.', "
-                                 "'_', '-'; starting with a letter or digit)");
+                    "'" + name +
+                        "' is not a valid name (1-64 characters: letters, digits, '.', "
+                        "'_', '-'; starting with a letter or digit)");
         continue;
       }
       if (!node.is_table()) {
@@ -474,8 +487,7 @@ class Parser {
       const toml::node* vn = mt.get("variant");
       if (auto v = f.string("variant", false)) {
         if (spec->variants.empty()) {
-          diag_.error(pos_of(*vn), f.field("variant"),
-                      "method '" + spec->id + "' has no variants");
+          diag_.error(pos_of(*vn), f.field("variant"), "method '" + spec->id + "' has no variants");
         } else if (std::find(spec->variants.begin(), spec->variants.end(), *v) ==
                    spec->variants.end()) {
           diag_.error(pos_of(*vn), f.field("variant"),
@@ -500,8 +512,8 @@ class Parser {
               [](const MethodConfig& a, const MethodConfig& b) { return a.name < b.name; });
     for (const auto& [where, p] : refs) {
       const auto dot = where.rfind('.');
-      const std::string cfg_name = where.substr(std::string("methods.").size(),
-                                                dot - std::string("methods.").size());
+      const std::string cfg_name =
+          where.substr(std::string("methods.").size(), dot - std::string("methods.").size());
       const MethodConfig* cfg = m_.find_method(cfg_name);
       const std::string target = std::get<std::string>(cfg->params.at(where.substr(dot + 1)));
       const MethodConfig* ref = m_.find_method(target);
@@ -561,9 +573,9 @@ class Parser {
         auto v = f.as_real(*n, where);
         if (!v) return;
         if (*v < p.min || (p.max > p.min && (p.max_exclusive ? *v >= p.max : *v > p.max))) {
-          diag_.error(pos_of(*n), where,
-                      format_number(*v) + " is outside " +
-                          range_text(p.min, p.max, p.max_exclusive));
+          diag_.error(
+              pos_of(*n), where,
+              format_number(*v) + " is outside " + range_text(p.min, p.max, p.max_exclusive));
           return;
         }
         cfg.params[p.name] = *v;
@@ -634,8 +646,7 @@ class Parser {
                                   const MethodConfig* c = m_.find_method(b);
                                   if (!known(c != nullptr, p, w, "method configuration", b))
                                     return false;
-                                  if (mc::find_method(c->method)->axis ==
-                                      mc::BudgetAxis::threshold)
+                                  if (mc::find_method(c->method)->axis == mc::BudgetAxis::threshold)
                                     any_threshold = true;
                                   else
                                     any_ratio = true;
@@ -698,9 +709,9 @@ class Parser {
               const char* const (&set)[N], const char* what) {
     if (one_of(v, set)) return true;
     std::vector<std::string> names(std::begin(set), std::end(set));
-    diag_.error(p, where,
-                "unknown " + std::string(what) + " '" + v + "' (expected one of: " + join(names) +
-                    ")");
+    diag_.error(
+        p, where,
+        "unknown " + std::string(what) + " '" + v + "' (expected one of: " + join(names) + ")");
     return false;
   }
 
@@ -770,11 +781,12 @@ class Parser {
       const Grid* grid = nullptr;
       if (auto v = f.string("grid", true)) {
         grid = m_.find_grid(*v);
-        if (!grid) diag_.error(pos_of(*t->get("grid")), f.field("grid"), "no grid named '" + *v + "'");
+        if (!grid)
+          diag_.error(pos_of(*t->get("grid")), f.field("grid"), "no grid named '" + *v + "'");
         c.grid = *v;
       }
-      auto in_grid = [&](const char* key, const std::vector<std::string>* list, const char* what)
-          -> std::optional<std::string> {
+      auto in_grid = [&](const char* key, const std::vector<std::string>* list,
+                         const char* what) -> std::optional<std::string> {
         auto v = f.string(key, true);
         if (!v || !grid) return v;
         if (std::find(list->begin(), list->end(), *v) == list->end()) {
@@ -803,7 +815,8 @@ class Parser {
       for (const char* key : {"epsilon", "delta"}) {
         if (auto v = f.real(key, true)) {
           if (!(*v > 0 && *v < 1))
-            diag_.error(pos_of(*t->get(key)), f.field(key), format_number(*v) + " is outside (0, 1)");
+            diag_.error(pos_of(*t->get(key)), f.field(key),
+                        format_number(*v) + " is outside (0, 1)");
           (std::string(key) == "epsilon" ? c.epsilon : c.delta) = *v;
         }
       }
@@ -842,7 +855,8 @@ class Parser {
     const toml::array* a = f.array("candidates", true);
     if (!a) return;
     if (a->empty()) {
-      diag_.error(pos_of(*a), f.field("candidates"), "empty list; at least one candidate is needed");
+      diag_.error(pos_of(*a), f.field("candidates"),
+                  "empty list; at least one candidate is needed");
       return;
     }
     (void)t;
@@ -877,8 +891,7 @@ class Parser {
           diag_.error(pos_of(e), where,
                       format_number(*v) + " after " + format_number(prev) +
                           ": candidates must go strictly from conservative to aggressive (" +
-                          (kind == "retention" ? "decreasing retention"
-                                               : "increasing " + kind) +
+                          (kind == "retention" ? "decreasing retention" : "increasing " + kind) +
                           ")");
           continue;
         }
@@ -898,7 +911,8 @@ class Parser {
       m_.statistics.seed = static_cast<std::uint64_t>(*v);
     if (auto v = f.real("alpha", false)) {
       if (!(*v > 0 && *v < 1))
-        diag_.error(pos_of(*t->get("alpha")), "statistics.alpha", format_number(*v) + " is outside (0, 1)");
+        diag_.error(pos_of(*t->get("alpha")), "statistics.alpha",
+                    format_number(*v) + " is outside (0, 1)");
       m_.statistics.alpha = *v;
     }
     std::map<std::string, SourcePos> seen;
@@ -954,8 +968,8 @@ void check_distinct_configs(const Manifest& m, Diagnostics& diag) {
     auto [it, fresh] = seen.emplace(key, &cfg);
     if (!fresh) {
       diag.error(cfg.pos, "methods." + cfg.name,
-                 "same method and parameters as methods." + it->second->name +
-                     " (line " + std::to_string(it->second->pos.line) +
+                 "same method and parameters as methods." + it->second->name + " (line " +
+                     std::to_string(it->second->pos.line) +
                      "); one configuration would be run twice");
     }
   }
@@ -993,10 +1007,9 @@ Manifest parse_manifest(std::string_view text, const std::filesystem::path& file
 Manifest load_manifest(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) {
-    throw InputError(file.string() + ": cannot read the manifest (" +
-                     (std::filesystem::exists(file) ? "permission denied or not a file"
-                                                    : "no such file") +
-                     ")");
+    throw InputError(
+        file.string() + ": cannot read the manifest (" +
+        (std::filesystem::exists(file) ? "permission denied or not a file" : "no such file") + ")");
   }
   std::ostringstream ss;
   ss << in.rdbuf();

@@ -35,8 +35,7 @@ std::vector<std::string> check_paths(const Manifest& m) {
       const bool ok = directory ? fs::is_directory(p, ec) : fs::is_regular_file(p, ec);
       if (!ok) {
         const auto it = b.path_pos.find(key);
-        diag.error(it != b.path_pos.end() ? it->second : b.pos,
-                   "benchmarks." + b.name + "." + key,
+        diag.error(it != b.path_pos.end() ? it->second : b.pos, "benchmarks." + b.name + "." + key,
                    p.string() + (fs::exists(p, ec) ? (directory ? " is not a directory"
                                                                 : " is not a regular file")
                                                    : " does not exist"));

@@ -25,7 +25,8 @@ std::string dimension_value(const Manifest& m, const Unit& u, const Cell& c,
   if (dim == "task") return m.benchmarks[u.benchmark].name + "/" + unit_task(m, u);
   if (dim == "protocol") return kProtocols[c.protocol];
   if (dim == "method") return cell_method_name(m, c);
-  if (dim == "budget") return std::string(budget_kind_name(c.budget_kind)) + "=" + format_number(c.budget);
+  if (dim == "budget")
+    return std::string(budget_kind_name(c.budget_kind)) + "=" + format_number(c.budget);
   return "";
 }
 
@@ -41,13 +42,20 @@ std::int64_t family_m(const Manifest& m, const Expansion& ex, const Family& f) {
           std::string key;
           for (const auto& dim : f.over) {
             std::string v;
-            if (dim == "model") v = model;
-            else if (dim == "method") v = c.method;
-            else if (dim == "task") v = b->name + "/" + task;
-            else if (dim == "benchmark") v = b->name;
-            else if (dim == "backend") v = c.backend;
-            else if (dim == "protocol") v = c.protocol;
-            else if (dim == "budget") v = "selected";
+            if (dim == "model")
+              v = model;
+            else if (dim == "method")
+              v = c.method;
+            else if (dim == "task")
+              v = b->name + "/" + task;
+            else if (dim == "benchmark")
+              v = b->name;
+            else if (dim == "backend")
+              v = c.backend;
+            else if (dim == "protocol")
+              v = c.protocol;
+            else if (dim == "budget")
+              v = "selected";
             key += v + '\x1f';
           }
           tuples.insert(key);
@@ -136,14 +144,15 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
   os << "study      " << m.study.name << "  (seed " << m.study.seed << ")\n";
   os << "manifest   " << m.file.string() << "\n";
   os << "sha256     " << s.manifest_sha256 << "\n";
-  os << "output     " << std::filesystem::absolute(m.resolve(m.study.output_dir)).lexically_normal().string()
+  os << "output     "
+     << std::filesystem::absolute(m.resolve(m.study.output_dir)).lexically_normal().string()
      << "\n\n";
 
   os << "benchmarks\n";
   for (const auto& b : m.benchmarks) {
     const auto n = static_cast<std::int64_t>(b.tasks.size());
-    os << "  " << padded(b.name, 16) << padded(std::string(benchmarks::kind_name(b.kind)), 10)
-       << n << " tasks x " << b.instances << " instances = " << with_commas(n * b.instances)
+    os << "  " << padded(b.name, 16) << padded(std::string(benchmarks::kind_name(b.kind)), 10) << n
+       << " tasks x " << b.instances << " instances = " << with_commas(n * b.instances)
        << " instances";
     if (b.kind == benchmarks::BenchmarkKind::ruler)
       os << " at " << b.length << " tokens\n";
@@ -195,7 +204,8 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
   for (const auto& [k, v] : s.cells_by_protocol)
     os << "  " << padded(k, 39) << with_commas(v) << "\n";
   os << "cells by method\n";
-  for (const auto& [k, v] : s.cells_by_method) os << "  " << padded(k, 39) << with_commas(v) << "\n";
+  for (const auto& [k, v] : s.cells_by_method)
+    os << "  " << padded(k, 39) << with_commas(v) << "\n";
 
   os << "\ncost estimate (relative; sharding uses it)\n";
   os << "  prefill tokens (one prefill per unit)     " << sci(s.prefill_tokens) << "\n";
@@ -207,9 +217,9 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
     for (std::size_t i = 0; i < m.certifications.size(); ++i) {
       const auto& c = m.certifications[i];
       const auto& cs = s.certifications[i];
-      os << "  " << c.name << ": " << c.method << " on " << c.benchmark << ", " << c.protocol << ", "
-         << c.backend << "; tau=" << format_number(c.tau) << " epsilon="
-         << format_number(c.epsilon) << " delta=" << format_number(c.delta) << "\n";
+      os << "  " << c.name << ": " << c.method << " on " << c.benchmark << ", " << c.protocol
+         << ", " << c.backend << "; tau=" << format_number(c.tau)
+         << " epsilon=" << format_number(c.epsilon) << " delta=" << format_number(c.delta) << "\n";
       os << "    models " << cs.models.size() << "; n = " << cs.tasks << " tasks x "
          << c.calibration << " = " << cs.n_calibration << " calibration, " << cs.tasks << " x "
          << c.test << " = " << cs.n_test << " test; candidates:";
@@ -246,8 +256,8 @@ json summary_json(const Manifest& m, const Expansion& ex, const PlanSummary& s) 
   j["overlapping_cells"] = ex.overlapping_cells;
   json mb = json::array();
   for (const auto& [key, v] : s.by_model_backend)
-    mb.push_back(json{{"model", key.first}, {"backend", key.second}, {"units", v.first},
-                      {"cells", v.second}});
+    mb.push_back(json{
+        {"model", key.first}, {"backend", key.second}, {"units", v.first}, {"cells", v.second}});
   j["by_model_backend"] = mb;
   j["cells_by_protocol"] = s.cells_by_protocol;
   j["cells_by_method"] = s.cells_by_method;

@@ -19,9 +19,9 @@ struct FamilySize {
   std::string name;
   std::string analysis;
   std::vector<std::string> over;
-  std::int64_t m = 0;            // number of comparisons in the family
-  double alpha = 0;              // family-wise level
-  double per_comparison = 0;     // alpha / m (Bonferroni)
+  std::int64_t m = 0;         // number of comparisons in the family
+  double alpha = 0;           // family-wise level
+  double per_comparison = 0;  // alpha / m (Bonferroni)
 };
 
 struct CertificationSize {

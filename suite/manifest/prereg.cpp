@@ -48,28 +48,16 @@ json make_prereg(const Manifest& m, const Expansion& ex, const PlanSummary& s) {
   j["canonical_manifest"] = canonical_json(m);
   json contracts = json::array();
   for (const auto& c : m.certifications) {
-    contracts.push_back(json{{"name", c.name},
-                             {"method", c.method},
-                             {"models", m.find_grid(c.grid)->models},
-                             {"benchmark", c.benchmark},
-                             {"protocol", c.protocol},
-                             {"backend", c.backend},
-                             {"candidates", c.candidates},
-                             {"tau", c.tau},
-                             {"epsilon", c.epsilon},
-                             {"delta", c.delta},
-                             {"calibration_per_task", c.calibration},
-                             {"test_per_task", c.test}});
+    json contract = canonical_certification(c);
+    contract["models"] = m.find_grid(c.grid)->models;  // certified separately for each
+    contracts.push_back(contract);
   }
   j["contracts"] = contracts;
   j["splits"] = splits_json(m);
   j["counts"] = summary_json(m, ex, s);
-  j["tool"] = json{{"name", "kvaudit"},
-                   {"version", bi.version},
-                   {"git_commit", bi.git_commit},
-                   {"git_dirty", bi.git_dirty},
-                   {"build_type", bi.build_type},
-                   {"compiler", bi.compiler}};
+  j["tool"] = json{{"name", "kvaudit"},           {"version", bi.version},
+                   {"git_commit", bi.git_commit}, {"git_dirty", bi.git_dirty},
+                   {"build_type", bi.build_type}, {"compiler", bi.compiler}};
   j["created_utc"] = utc_now_iso8601();
   return j;
 }
@@ -98,8 +86,8 @@ json load_prereg(const std::filesystem::path& out_dir) {
   if (j["kvaudit_prereg_schema"].get<int>() != kPreregSchema) {
     throw InputError(path.string() + ": preregistration schema " +
                      std::to_string(j["kvaudit_prereg_schema"].get<int>()) +
-                     " is not supported by this kvaudit (expects " +
-                     std::to_string(kPreregSchema) + ")");
+                     " is not supported by this kvaudit (expects " + std::to_string(kPreregSchema) +
+                     ")");
   }
   return j;
 }
@@ -111,8 +99,8 @@ PreregOutcome write_prereg(const std::filesystem::path& out_dir, const json& pre
     const std::string old_hash = old["manifest_sha256"].get<std::string>();
     const std::string new_hash = prereg["manifest_sha256"].get<std::string>();
     if (old_hash == new_hash) return PreregOutcome::already_matches;
-    throw InputError(path.string() + ": already preregisters another manifest (sha256 " +
-                     old_hash + "; this manifest is " + new_hash +
+    throw InputError(path.string() + ": already preregisters another manifest (sha256 " + old_hash +
+                     "; this manifest is " + new_hash +
                      "); a changed study needs a new study.output_dir");
   }
   std::error_code ec;

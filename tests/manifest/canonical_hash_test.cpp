@@ -25,8 +25,8 @@ TEST(CanonicalHash, IsAHexSha256) {
 }
 
 TEST(CanonicalHash, ReformattedAndReorderedManifestHasTheSameHash) {
-  const std::string reformatted =
-      test::read_file(test::source_path("tests/manifest/fixtures/query-visibility-audit.reformatted.toml"));
+  const std::string reformatted = test::read_file(
+      test::source_path("tests/manifest/fixtures/query-visibility-audit.reformatted.toml"));
   const Manifest a = parse_manifest(audit_text(), "a.toml");
   const Manifest b = parse_manifest(reformatted, "b.toml");
   EXPECT_EQ(canonical_text(a), canonical_text(b));
@@ -47,26 +47,32 @@ TEST(CanonicalHash, OperationalAndDescriptiveFieldsDoNotMatter) {
   const std::string base = audit_text();
   const std::string h = hash_of(base);
   EXPECT_EQ(h, hash_of(test::replace_once(base, "flush_every = 64", "flush_every = 1024")));
-  EXPECT_EQ(h, hash_of(test::replace_once(base, "output_dir = \"../results/query-visibility-audit\"",
-                                          "output_dir = \"/scratch/other\"")));
-  EXPECT_EQ(h, hash_of(test::replace_once(
-                   base, "description = \"Seed 001: query-aware vs query-agnostic KV-cache eviction, RULER-8K and LongBench\"",
-                   "description = \"reworded\"")));
+  EXPECT_EQ(h,
+            hash_of(test::replace_once(base, "output_dir = \"../results/query-visibility-audit\"",
+                                       "output_dir = \"/scratch/other\"")));
+  EXPECT_EQ(h, hash_of(test::replace_once(base,
+                                          "description = \"Seed 001: query-aware vs query-agnostic "
+                                          "KV-cache eviction, RULER-8K and LongBench\"",
+                                          "description = \"reworded\"")));
 }
 
 TEST(CanonicalHash, EverySemanticChangeChangesTheHash) {
   const std::string base = audit_text();
   const std::vector<std::pair<std::string, std::string>> edits = {
-      {"compression = [0.25, 0.5, 0.75, 0.9]\nprotocols = [\"query-aware\", \"query-agnostic\"]\nbackends = [\"sdpa\", \"eager\"]\n\n[[grids]]",
-       "compression = [0.25, 0.5, 0.75, 0.95]\nprotocols = [\"query-aware\", \"query-agnostic\"]\nbackends = [\"sdpa\", \"eager\"]\n\n[[grids]]"},
+      {"compression = [0.25, 0.5, 0.75, 0.9]\nprotocols = [\"query-aware\", "
+       "\"query-agnostic\"]\nbackends = [\"sdpa\", \"eager\"]\n\n[[grids]]",
+       "compression = [0.25, 0.5, 0.75, 0.95]\nprotocols = [\"query-aware\", "
+       "\"query-agnostic\"]\nbackends = [\"sdpa\", \"eager\"]\n\n[[grids]]"},
       {"compression = [0.25, 0.5, 0.75, 0.9]", "compression = [0.25, 0.5, 0.75]"},
       {"compression = [0.25, 0.5, 0.75, 0.9]", "retention = [0.1, 0.25, 0.5, 0.75]"},
       {"protocols = [\"query-aware\", \"query-agnostic\"]", "protocols = [\"query-agnostic\"]"},
       {"backends = [\"sdpa\", \"eager\"]", "backends = [\"sdpa\"]"},
       {"\"random\", \"knorm\", \"streaming_llm\"]", "\"random\", \"knorm\"]"},
-      {"variant = \"kvpress\"            # window 64", "window = 32                    # window 64"},
+      {"variant = \"kvpress\"            # window 64",
+       "window = 32                    # window 64"},
       {"scorer = \"snapkv\"", "scorer = \"knorm\""},
-      {"instances = 50                 # per task\nessay", "instances = 49                 # per task\nessay"},
+      {"instances = 50                 # per task\nessay",
+       "instances = 49                 # per task\nessay"},
       {"length = 8192", "length = 4096"},
       {"tasks = \"all\"                  # the 13", "tasks = [\"vt\", \"cwe\", \"fwe\"] # the 13"},
       {"seed = 20250101", "seed = 20250102"},

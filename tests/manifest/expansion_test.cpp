@@ -1,12 +1,13 @@
 // Expansion into units and cells: counts (the seed's 144,300 RULER records), ids that depend on
 // content only, deduplication across grids, and the certification splits.
+#include "suite/manifest/expansion.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <unordered_set>
 
 #include "suite/common/sha256.h"
-#include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
 #include "test_support.h"
 
@@ -83,15 +84,18 @@ TEST(Expansion, IdsDoNotDependOnOrderOrConfigNames) {
                                  "backends = [\"eager\", \"sdpa\"]");
   EXPECT_EQ(ids, cell_ids(reordered));
   // A renamed method configuration is the same cells.
-  std::string renamed = test::replace_once(base, "[methods.keydiff]", "[methods.kd]\nmethod = \"keydiff\"");
+  std::string renamed =
+      test::replace_once(base, "[methods.keydiff]", "[methods.kd]\nmethod = \"keydiff\"");
   renamed = test::replace_once(renamed, "\"snapkv\", \"keydiff\"]", "\"snapkv\", \"kd\"]");
   EXPECT_EQ(ids, cell_ids(renamed));
   // A moved model is the same cells.
-  EXPECT_EQ(ids, cell_ids(test::replace_once(
-                     base, "path = \"../models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf\"",
-                     "path = \"/elsewhere/model.gguf\"")));
+  EXPECT_EQ(ids,
+            cell_ids(test::replace_once(
+                base, "path = \"../models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf\"",
+                "path = \"/elsewhere/model.gguf\"")));
   // A changed parameter is different cells for that method only.
-  const auto changed = cell_ids(test::replace_once(base, "[methods.snapkv]", "[methods.snapkv]\nwindow = 32"));
+  const auto changed =
+      cell_ids(test::replace_once(base, "[methods.snapkv]", "[methods.snapkv]\nwindow = 32"));
   EXPECT_NE(ids, changed);
   std::vector<std::uint64_t> common;
   std::set_intersection(ids.begin(), ids.end(), changed.begin(), changed.end(),
@@ -102,8 +106,9 @@ TEST(Expansion, IdsDoNotDependOnOrderOrConfigNames) {
 
 TEST(Expansion, OverlappingGridsProduceEachCellOnce) {
   std::string text = test::read_file(test::source_path("tests/manifest/valid_minimal.toml"));
-  text += "\n[[grids]]\nname = \"g2\"\nbenchmarks = [\"r\"]\nmethods = [\"knorm\"]\n"
-          "compression = [0.5, 0.75]\nprotocols = [\"query-aware\"]\nbackends = [\"sdpa\"]\n";
+  text +=
+      "\n[[grids]]\nname = \"g2\"\nbenchmarks = [\"r\"]\nmethods = [\"knorm\"]\n"
+      "compression = [0.5, 0.75]\nprotocols = [\"query-aware\"]\nbackends = [\"sdpa\"]\n";
   const Expansion ex = expand(parse_manifest(text, "x.toml"));
   // g: 8 units x (2 methods x 1 ratio + 1) x 2 protocols = 48; g2: 8 x (1 x 2 + 1) x 1 = 24, of
   // which knorm@0.5 and full under query-aware (16) are already in g.

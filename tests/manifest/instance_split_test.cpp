@@ -1,10 +1,10 @@
 // The preregistered calibration/test split: a seeded permutation (Philox4x32-10).
+#include "suite/manifest/instance_split.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
-
-#include "suite/manifest/instance_split.h"
 
 namespace kvaudit::manifest {
 namespace {
@@ -33,7 +33,8 @@ TEST(InstanceSplit, EveryIndexIsEquallyLikelyToComeFirst) {
   // Over 4000 seeds, each of 8 positions should be first about 500 times (chi-square, 7 dof;
   // 24.3 is the 0.999 quantile).
   std::vector<int> first(8, 0);
-  for (std::uint64_t seed = 0; seed < 4000; ++seed) first[static_cast<std::size_t>(seeded_permutation(seed, "x", 8)[0])]++;
+  for (std::uint64_t seed = 0; seed < 4000; ++seed)
+    first[static_cast<std::size_t>(seeded_permutation(seed, "x", 8)[0])]++;
   double chi2 = 0;
   for (int c : first) chi2 += (c - 500.0) * (c - 500.0) / 500.0;
   EXPECT_LT(chi2, 24.3);

@@ -21,7 +21,8 @@ std::vector<std::string> split_lines(const std::string& text) {
 
 std::vector<std::filesystem::path> malformed_files() {
   std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(test::source_path("tests/manifest/malformed")))
+  for (const auto& e :
+       std::filesystem::directory_iterator(test::source_path("tests/manifest/malformed")))
     if (e.path().extension() == ".toml") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;

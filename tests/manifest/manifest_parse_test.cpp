@@ -35,7 +35,8 @@ TEST(ManifestParse, MinimalManifestFillsDefaults) {
 
 TEST(ManifestParse, OriginalSnapKVVariantHasItsOwnDefaults) {
   std::string text = test::read_file(test::source_path("tests/manifest/valid_minimal.toml"));
-  text = test::replace_once(text, "[methods.snapkv]\n", "[methods.snapkv]\nvariant = \"original\"\n");
+  text =
+      test::replace_once(text, "[methods.snapkv]\n", "[methods.snapkv]\nvariant = \"original\"\n");
   const Manifest m = parse_manifest(text, "x.toml");
   const MethodConfig* snap = m.find_method("snapkv");
   EXPECT_EQ(std::get<std::int64_t>(snap->params.at("window")), 32);
@@ -52,7 +53,8 @@ TEST(ManifestParse, IntegerAcceptedWhereANumberIsExpected) {
 
 TEST(ManifestParse, AllTasksExpandsToTheCatalogue) {
   std::string text = test::read_file(test::source_path("tests/manifest/valid_minimal.toml"));
-  text = test::replace_once(text, "tasks = [\"niah_single_1\", \"vt\"]", "tasks = \"all\"\nsquad = \"s.json\"\nhotpotqa = \"h.json\"");
+  text = test::replace_once(text, "tasks = [\"niah_single_1\", \"vt\"]",
+                            "tasks = \"all\"\nsquad = \"s.json\"\nhotpotqa = \"h.json\"");
   const Manifest m = parse_manifest(text, "x.toml");
   EXPECT_EQ(m.benchmarks[0].tasks.size(), 13u);
 }

@@ -1,4 +1,6 @@
 // The preregistration lock: written once, never replaced by another study, checked by run.
+#include "suite/manifest/prereg.h"
+
 #include <gtest/gtest.h>
 
 #include "suite/common/errors.h"
@@ -6,7 +8,6 @@
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
 #include "suite/manifest/plan_summary.h"
-#include "suite/manifest/prereg.h"
 #include "test_support.h"
 
 namespace kvaudit::manifest {
@@ -48,7 +49,8 @@ TEST(Prereg, SameStudyIsLeftUntouchedAndAnotherIsRefused) {
     write_prereg(dir, other);
     FAIL() << "replaced a preregistration";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("already preregisters another manifest"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("already preregisters another manifest"),
+              std::string::npos);
   }
   EXPECT_EQ(test::read_file(dir / "prereg.json"), bytes);
   // Only prereg.json is there: no temporary files left behind.
@@ -76,7 +78,8 @@ TEST(Prereg, GarbageIsABadInputNamingTheFile) {
     load_prereg(dir);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind((dir / "prereg.json").string() + ": not valid JSON", 0), 0u);
+    EXPECT_EQ(std::string(e.what()).rfind((dir / "prereg.json").string() + ": not valid JSON", 0),
+              0u);
   }
   std::ofstream(dir / "prereg.json", std::ios::trunc) << "{\"a\": 1}";
   EXPECT_THROW(load_prereg(dir), InputError);
