@@ -4,71 +4,45 @@ namespace kvaudit::methods {
 namespace {
 
 ParamSpec integer(std::string name, std::int64_t def, double min, double max, std::string doc) {
-  ParamSpec p{std::move(name),
-              ParamType::integer,
-              std::move(doc),
-              ParamValue{def},
-              {},
-              min,
-              max,
-              false,
-              false,
-              {}};
-  return p;
+  return ParamSpec{.name = std::move(name),
+                   .type = ParamType::integer,
+                   .doc = std::move(doc),
+                   .default_value = ParamValue{def},
+                   .min = min,
+                   .max = max};
 }
 
 ParamSpec real(std::string name, double def, double min, double max, bool max_exclusive,
                std::string doc) {
-  return ParamSpec{std::move(name),
-                   ParamType::real,
-                   std::move(doc),
-                   ParamValue{def},
-                   {},
-                   min,
-                   max,
-                   max_exclusive,
-                   false,
-                   {}};
+  return ParamSpec{.name = std::move(name),
+                   .type = ParamType::real,
+                   .doc = std::move(doc),
+                   .default_value = ParamValue{def},
+                   .min = min,
+                   .max = max,
+                   .max_exclusive = max_exclusive};
 }
 
 ParamSpec boolean(std::string name, bool def, std::string doc) {
-  return ParamSpec{std::move(name),
-                   ParamType::boolean,
-                   std::move(doc),
-                   ParamValue{def},
-                   {},
-                   0,
-                   0,
-                   false,
-                   false,
-                   {}};
+  return ParamSpec{.name = std::move(name),
+                   .type = ParamType::boolean,
+                   .doc = std::move(doc),
+                   .default_value = ParamValue{def}};
 }
 
 ParamSpec choice(std::string name, std::string def, std::vector<std::string> choices,
                  std::string doc) {
-  return ParamSpec{std::move(name),
-                   ParamType::choice,
-                   std::move(doc),
-                   ParamValue{std::move(def)},
-                   {},
-                   0,
-                   0,
-                   false,
-                   false,
-                   std::move(choices)};
+  return ParamSpec{.name = std::move(name),
+                   .type = ParamType::choice,
+                   .doc = std::move(doc),
+                   .default_value = ParamValue{std::move(def)},
+                   .choices = std::move(choices)};
 }
 
 ParamSpec scorer_ref() {
-  return ParamSpec{"scorer",
-                   ParamType::method_ref,
-                   "name of the method config (in this manifest) whose scores are wrapped",
-                   std::nullopt,
-                   {},
-                   0,
-                   0,
-                   false,
-                   false,
-                   {}};
+  return ParamSpec{.name = "scorer",
+                   .type = ParamType::method_ref,
+                   .doc = "name of the method config (in this manifest) whose scores are wrapped"};
 }
 
 constexpr double kUnbounded = 0;  // max <= min: no upper bound

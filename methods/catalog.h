@@ -32,16 +32,16 @@ enum class ParamType {
 using ParamValue = std::variant<std::int64_t, double, bool, std::string>;
 
 struct ParamSpec {
-  std::string name;
-  ParamType type;
-  std::string doc;
-  std::optional<ParamValue> default_value;            // absent: the parameter is required
-  std::map<std::string, ParamValue> variant_default;  // per-variant default overrides
-  double min = 0;                                     // inclusive lower bound (integer, real)
+  std::string name{};
+  ParamType type = ParamType::integer;
+  std::string doc{};
+  std::optional<ParamValue> default_value{};            // absent: the parameter is required
+  std::map<std::string, ParamValue> variant_default{};  // per-variant default overrides
+  double min = 0;                                       // inclusive lower bound (integer, real)
   double max = 0;  // upper bound (integer, real); max <= min means unbounded
   bool max_exclusive = false;
   bool odd_only = false;  // integers that must be odd (pooling kernels)
-  std::vector<std::string> choices;
+  std::vector<std::string> choices{};
 };
 
 struct MethodSpec {

@@ -7,7 +7,6 @@
 #include "suite/common/errors.h"
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
-#include "suite/manifest/path_check.h"
 #include "suite/manifest/plan_summary.h"
 #include "suite/manifest/prereg.h"
 
@@ -31,13 +30,7 @@ Command plan_command() {
     const auto summary = manifest::summarize(m, ex);
     manifest::print_plan(std::cout, m, ex, summary);
     std::cout.flush();
-    const auto missing = manifest::check_paths(m);
-    if (!missing.empty()) {
-      for (const auto& line : missing) std::cerr << line << "\n";
-      throw InputError(std::to_string(missing.size()) +
-                       (missing.size() == 1 ? " path is" : " paths are") +
-                       " missing or wrong; nothing was written");
-    }
+    require_paths_exist(m, "nothing was written");
     const auto out = study_output_dir(m, vm);
     if (vm.count("dry-run")) {
       std::cout << "\ndry run: nothing written (the lock would be "

@@ -8,7 +8,6 @@
 #include "suite/common/errors.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/manifest_parser.h"
-#include "suite/manifest/path_check.h"
 #include "suite/manifest/prereg.h"
 
 namespace kvaudit::cli {
@@ -28,11 +27,7 @@ Command run_stage_command() {
   c.body = [](const po::variables_map& vm) {
     const std::string file = vm["manifest"].as<std::string>();
     const auto m = manifest::load_manifest(file);
-    const auto missing = manifest::check_paths(m);
-    if (!missing.empty()) {
-      for (const auto& line : missing) std::cerr << line << "\n";
-      throw InputError(std::to_string(missing.size()) + " paths are missing or wrong");
-    }
+    require_paths_exist(m, "nothing was run");
     const std::string sha = manifest::manifest_sha256(m);
     const auto out = study_output_dir(m, vm);
     manifest::require_prereg_match(out, file, sha);

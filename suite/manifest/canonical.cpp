@@ -11,8 +11,6 @@ json param_json(const methods::ParamValue& v) {
   return std::visit([](const auto& x) { return json(x); }, v);
 }
 
-json sorted_strings(const std::vector<std::string>& v) { return json(v); }  // already sorted
-
 }  // namespace
 
 json canonical_method(const Manifest& m, const MethodConfig& cfg) {
@@ -78,7 +76,7 @@ json canonical_json(const Manifest& m) {
   json benches = json::array();
   for (const auto& b : m.benchmarks) {
     json bj = canonical_benchmark_identity(b);
-    bj["tasks"] = sorted_strings(b.tasks);
+    bj["tasks"] = b.tasks;
     bj["instances"] = b.instances;
     if (b.kind == benchmarks::BenchmarkKind::ruler) {
       bj["essay"] = b.essay;
@@ -96,11 +94,11 @@ json canonical_json(const Manifest& m) {
   json grids = json::array();
   for (const auto& g : m.grids) {
     json gj{{"name", g.name},
-            {"benchmarks", sorted_strings(g.benchmarks)},
-            {"models", sorted_strings(g.models)},
-            {"methods", sorted_strings(g.methods)},
-            {"protocols", sorted_strings(g.protocols)},
-            {"backends", sorted_strings(g.backends)},
+            {"benchmarks", g.benchmarks},
+            {"models", g.models},
+            {"methods", g.methods},
+            {"protocols", g.protocols},
+            {"backends", g.backends},
             {"thresholds", g.thresholds}};
     gj["ratio_kind"] = !g.ratio_kind                             ? ""
                        : *g.ratio_kind == RatioKind::compression ? "compression"

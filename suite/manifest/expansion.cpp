@@ -47,6 +47,15 @@ UnitPrefix unit_prefix(const Manifest& m, std::size_t model, std::size_t bench, 
   return p;
 }
 
+// One (method, budget) pair of a grid with its canonical texts, computed once per grid.
+struct MethodBudget {
+  std::int16_t method;  // index into Manifest::methods; -1 = full-KV
+  BudgetKind kind;
+  double budget;
+  const std::string* method_canon;
+  std::string budget_text;
+};
+
 std::string cell_tuple_from(const std::string& budget, const std::string& method,
                             std::uint8_t protocol, const std::string& unit) {
   return R"({"budget":)" + budget + R"(,"method":)" + method + R"(,"protocol":)" +
@@ -142,30 +151,28 @@ Expansion expand(const Manifest& m) {
     gc.backends = static_cast<std::int64_t>(g.backends.size());
     gc.protocols = static_cast<std::int64_t>(g.protocols.size());
     // The (method, budget) pairs of one unit under one protocol.
-    std::vector<std::pair<std::string, std::pair<std::int16_t, std::pair<BudgetKind, double>>>>
-        variants;
+    std::vector<MethodBudget> variants;
     for (const auto& name : g.methods) {
       const std::size_t mi = index_by_name(m.methods, name);
       const auto axis = methods::find_method(m.methods[mi].method)->axis;
       if (axis == methods::BudgetAxis::threshold) {
         ++gc.threshold_methods;
         for (double t : g.thresholds)
-          variants.push_back(
-              {method_canon[mi], {static_cast<std::int16_t>(mi), {BudgetKind::threshold, t}}});
+          variants.push_back({static_cast<std::int16_t>(mi), BudgetKind::threshold, t,
+                              &method_canon[mi], budget_json(BudgetKind::threshold, t)});
       } else {
         ++gc.ratio_methods;
         const BudgetKind kind = *g.ratio_kind == RatioKind::compression ? BudgetKind::compression
                                                                         : BudgetKind::retention;
         for (double r : g.ratios)
-          variants.push_back({method_canon[mi], {static_cast<std::int16_t>(mi), {kind, r}}});
+          variants.push_back(
+              {static_cast<std::int16_t>(mi), kind, r, &method_canon[mi], budget_json(kind, r)});
       }
     }
     gc.ratios = gc.ratio_methods ? static_cast<std::int64_t>(g.ratios.size()) : 0;
     gc.thresholds = gc.threshold_methods ? static_cast<std::int64_t>(g.thresholds.size()) : 0;
-    variants.push_back({full_canon, {-1, {BudgetKind::none, 0.0}}});
-    std::vector<std::string> budget_text;
-    for (const auto& v : variants)
-      budget_text.push_back(budget_json(v.second.second.first, v.second.second.second));
+    variants.push_back(
+        {-1, BudgetKind::none, 0.0, &full_canon, budget_json(BudgetKind::none, 0.0)});
 
     for (const auto& bname : g.benchmarks) {
       const std::size_t bi = index_by_name(m.benchmarks, bname);
@@ -201,10 +208,9 @@ Expansion expand(const Manifest& m) {
               const std::uint32_t ui = uit->second;
               for (const auto& proto : g.protocols) {
                 const std::uint8_t pi = index_in(kProtocols, proto);
-                for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-                  const auto& v = variants[vi];
+                for (const MethodBudget& v : variants) {
                   const std::uint64_t cid =
-                      id_of(cell_tuple_from(budget_text[vi], v.first, pi, ut));
+                      id_of(cell_tuple_from(v.budget_text, *v.method_canon, pi, ut));
                   ++gc.cells;
                   if (!cell_seen.insert(cid).second) {
                     ++ex.overlapping_cells;
@@ -213,10 +219,10 @@ Expansion expand(const Manifest& m) {
                   Cell c;
                   c.id = cid;
                   c.unit = ui;
-                  c.method = v.second.first;
+                  c.method = v.method;
                   c.protocol = pi;
-                  c.budget_kind = v.second.second.first;
-                  c.budget = v.second.second.second;
+                  c.budget_kind = v.kind;
+                  c.budget = v.budget;
                   ex.cells.push_back(c);
                   ++ex.units[ui].n_cells;
                 }

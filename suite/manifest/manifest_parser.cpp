@@ -502,7 +502,7 @@ class Parser {
       std::vector<std::string> allowed = {"method", "variant"};
       for (const mc::ParamSpec& p : spec->params) {
         allowed.push_back(p.name);
-        param(f, mt, cfg, p, refs);
+        param(f, cfg, p, refs);
       }
       f.finish(join(allowed));
       m_.methods.push_back(std::move(cfg));
@@ -529,7 +529,7 @@ class Parser {
     }
   }
 
-  void param(Fields& f, const toml::table& mt, MethodConfig& cfg, const mc::ParamSpec& p,
+  void param(Fields& f, MethodConfig& cfg, const mc::ParamSpec& p,
              std::vector<std::pair<std::string, SourcePos>>& refs) {
     const toml::node* n = f.get(p.name, false);
     const std::string where = f.field(p.name);
@@ -543,7 +543,6 @@ class Parser {
       }
       return;
     }
-    (void)mt;
     auto range_text = [&](double lo, double hi, bool hi_excl) {
       std::string s = "[" + format_number(lo) + ", ";
       if (hi <= lo) return s + "inf)";
@@ -805,7 +804,7 @@ class Parser {
       if (meth) c.method = *meth;
       if (proto) c.protocol = *proto;
       if (back) c.backend = *back;
-      candidates(f, *t, grid, meth ? m_.find_method(*meth) : nullptr, c);
+      candidates(f, grid, meth ? m_.find_method(*meth) : nullptr, c);
       if (auto v = f.real("tau", true)) {
         if (!(*v > 0 && *v <= 1))
           diag_.error(pos_of(*t->get("tau")), f.field("tau"),
@@ -850,8 +849,7 @@ class Parser {
     }
   }
 
-  void candidates(Fields& f, const toml::table& t, const Grid* grid, const MethodConfig* cfg,
-                  Certification& c) {
+  void candidates(Fields& f, const Grid* grid, const MethodConfig* cfg, Certification& c) {
     const toml::array* a = f.array("candidates", true);
     if (!a) return;
     if (a->empty()) {
@@ -859,7 +857,6 @@ class Parser {
                   "empty list; at least one candidate is needed");
       return;
     }
-    (void)t;
     std::string kind = "retention";
     const std::vector<double>* allowed = nullptr;
     if (grid && cfg) {

@@ -238,7 +238,7 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
   }
 }
 
-json summary_json(const Manifest& m, const Expansion& ex, const PlanSummary& s) {
+json summary_json(const Expansion& ex, const PlanSummary& s) {
   json j;
   j["units"] = s.units;
   j["cells"] = s.cells;
@@ -273,7 +273,6 @@ json summary_json(const Manifest& m, const Expansion& ex, const PlanSummary& s) 
                         {"alpha", f.alpha},
                         {"per_comparison_alpha", f.per_comparison}});
   j["bonferroni_families"] = fams;
-  (void)m;
   return j;
 }
 

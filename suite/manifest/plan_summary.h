@@ -49,6 +49,6 @@ struct PlanSummary {
 
 PlanSummary summarize(const Manifest& m, const Expansion& ex);
 void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const PlanSummary& s);
-nlohmann::json summary_json(const Manifest& m, const Expansion& ex, const PlanSummary& s);
+nlohmann::json summary_json(const Expansion& ex, const PlanSummary& s);
 
 }  // namespace kvaudit::manifest

@@ -54,7 +54,7 @@ json make_prereg(const Manifest& m, const Expansion& ex, const PlanSummary& s) {
   }
   j["contracts"] = contracts;
   j["splits"] = splits_json(m);
-  j["counts"] = summary_json(m, ex, s);
+  j["counts"] = summary_json(ex, s);
   j["tool"] = json{{"name", "kvaudit"},           {"version", bi.version},
                    {"git_commit", bi.git_commit}, {"git_dirty", bi.git_dirty},
                    {"build_type", bi.build_type}, {"compiler", bi.compiler}};
