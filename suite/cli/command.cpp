@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "runners/model/model_error.h"
 #include "suite/common/errors.h"
 #include "suite/manifest/diagnostics.h"
 
@@ -41,6 +42,9 @@ int run_command(const Command& cmd, const std::vector<std::string>& args) {
               << " in the manifest; nothing was written\n";
     return static_cast<int>(ExitCode::bad_input);
   } catch (const InputError& e) {
+    std::cerr << "kvaudit " << cmd.name << ": " << e.what() << "\n";
+    return static_cast<int>(ExitCode::bad_input);
+  } catch (const model::ModelInputError& e) {
     std::cerr << "kvaudit " << cmd.name << ": " << e.what() << "\n";
     return static_cast<int>(ExitCode::bad_input);
   } catch (const std::exception& e) {
