@@ -44,6 +44,7 @@ packages=(
   libtomlplusplus-dev nlohmann-json3-dev librandom123-dev
   python3 python3-h5py python3-numpy python3-pip
   clang libclang-rt-14-dev shellcheck
+  libutf8proc-dev gnuplot-nox
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -10,10 +10,11 @@ jobs=$(nproc)
 
 KVAUDIT_CMAKE_ARGS="-DKVAUDIT_WERROR=ON ${KVAUDIT_CMAKE_ARGS:-}" bash tools/setup.sh --build-dir build
 echo "== tests (build/)"
-ctest --test-dir build --output-on-failure -j "$jobs" "$@"
+# Tests labelled `slow` (full-size end-to-end runs) are left to `ctest -L slow`.
+ctest --test-dir build --output-on-failure -j "$jobs" -LE slow "$@"
 
 KVAUDIT_CMAKE_ARGS="-DKVAUDIT_WERROR=ON ${KVAUDIT_CMAKE_ARGS:-}" \
   bash tools/setup.sh --sanitize --no-model --build-dir build-asan
 echo "== sanitizer tests (build-asan/: ASan+UBSan; labels parser, records, statistics)"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'parser|records|statistics' "$@"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'parser|records|statistics' -LE slow "$@"

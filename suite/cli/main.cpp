@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "runners/cpu/openblas_core.h"
 #include "suite/cli/command.h"
 #include "suite/common/errors.h"
 
@@ -33,6 +34,9 @@ int main(int argc, char** argv) {
     print_usage(std::cout);
     return static_cast<int>(ExitCode::ok);
   }
+  // Commands that run the model need OpenBLAS's fast kernels; this may re-execute the process with
+  // OPENBLAS_CORETYPE set (runners/cpu/openblas_core.h) before anything else happens.
+  if (name == "generate" || name == "run") kvaudit::cpu::ensure_fast_openblas_core(argv);
   for (const auto& c : kvaudit::cli::commands()) {
     if (c.name == name || (name == "--version" && c.name == "version")) {
       return kvaudit::cli::run_command(c, std::vector<std::string>(argv + 2, argv + argc));

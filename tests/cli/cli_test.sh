@@ -93,10 +93,29 @@ check "run refusal message" contains "$work/err.txt" "differs from the preregist
 check "run on the locked manifest says it cannot execute" expect_rc 2 "$kv" run "$qs/manifests/quickstart.toml"
 check "run message" contains "$work/err.txt" "Nothing was run"
 check "reduce without prereg" expect_rc 1 "$kv" reduce "$work/nothing-here"
-check "reduce on the study" expect_rc 2 "$kv" reduce "$qs/results/quickstart"
-check "reduce coverage" contains "$work/out.txt" "coverage   0 of 2640 preregistered cells recorded"
+check "reduce on a study without shards" expect_rc 1 "$kv" reduce "$qs/results/quickstart"
+check "reduce says nothing ran" contains "$work/err.txt" "no shards directory"
 check "generate says not yet" expect_rc 2 "$kv" generate ruler
 check "generate unknown benchmark" expect_rc 1 "$kv" generate squad
+check "generate needs a prompt" expect_rc 1 "$kv" generate --model "$work/no-such-model.gguf"
+check "generate missing model" expect_rc 1 "$kv" generate --model "$work/no-such-model.gguf" --prompt hi
+check "generate missing model message" contains "$work/err.txt" "no-such-model.gguf does not exist"
+printf 'GGUF\x01\x00\x00\x00' >"$work/v1.gguf"
+check "generate malformed model" expect_rc 1 "$kv" generate --model "$work/v1.gguf" --prompt hi
+check "generate malformed model names the file" contains "$work/err.txt" "v1.gguf"
+smollm="$src/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [ -f "$smollm" ]; then
+  check "generate bad backend" expect_rc 1 "$kv" generate --model "$smollm" --prompt hi --backend flash
+  check "generate bad template" expect_rc 1 "$kv" generate --model "$smollm" --prompt hi --chat-template jinja
+  for backend in sdpa eager; do
+    check "generate SmolLM2 ($backend)" expect_rc 0 "$kv" generate --model "$smollm" \
+      --prompt "What is the capital of France?" --backend "$backend" --max-new-tokens 12 --json
+    check "generate SmolLM2 answers ($backend)" contains "$work/out.txt" "Paris"
+    check "generate SmolLM2 chat template ($backend)" contains "$work/out.txt" '"chat_template": "chatml"'
+  done
+else
+  echo "SKIP generate on SmolLM2: $smollm is absent (tools/fetch_default_model.sh fetches it)"
+fi
 
 # inspect: the reformatted manifest has the audit's hash.
 check "inspect audit" expect_rc 0 "$kv" inspect "$audit"

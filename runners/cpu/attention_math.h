@@ -1,0 +1,44 @@
+// The inner loops of CPU attention, compiled for x86-64-v4 (AVX-512), x86-64-v3 (AVX2+FMA) and
+// baseline x86-64 and chosen at load time (GCC/Clang target_clones), so the library needs no -march
+// flag and still uses wide vectors.
+//
+// Every output element is a sum in a fixed order (over the head dimension for scores, over keys for
+// the weighted value sum), whatever the tile shapes or how many rows are processed together, so
+// results do not depend on chunking; they may differ in the last bits between instruction sets (FMA
+// or not), as OpenBLAS's kernels do.
+#pragma once
+
+#include <cstddef>
+
+namespace kvaudit::cpu {
+
+// Keys in the layout the score kernel wants: keys [count, dim] → keys_t [dim, stride] with
+// stride = round_up(count, kScoreBlock); the padding columns are zero.
+inline constexpr std::size_t kScoreBlock = 32;
+std::size_t padded_key_count(std::size_t count);
+void transpose_keys(const float* keys, std::size_t count, std::size_t dim, float* keys_t);
+
+// scores[r·score_stride + j] = Σ_e queries[r·query_stride + e] · keys_t[e·keys_t_stride + j]
+// for r < rows (1 ≤ rows ≤ 4) and j < padded_key_count(columns) (keys_t_stride and score_stride
+// must be at least that). Summation over e in order.
+void score_tile(const float* queries, std::size_t query_stride, std::size_t rows,
+                const float* keys_t, std::size_t keys_t_stride, std::size_t columns,
+                std::size_t dim, float* scores, std::size_t score_stride);
+
+// accumulators[r·accumulator_stride + d] += Σ_{j ∈ [begin, end)} weights[r·weight_stride + j] ·
+// values[j·dim + d] for r < rows (1 ≤ rows ≤ 4), d < dim, j in increasing order.
+void accumulate_tile(const float* weights, std::size_t weight_stride, std::size_t rows,
+                     const float* values, std::size_t begin, std::size_t end, std::size_t dim,
+                     float* accumulators, std::size_t accumulator_stride);
+
+// Eager softmax of one score row in place (attention_eager.cpp has the formula):
+//   s = [[s]·scale]; p = [exp(s − max) / Σ exp(s − max)]   (brackets: bf16 rounding if bf16)
+void eager_probabilities(float* scores, std::size_t count, float scale, bool bf16);
+
+// One online-softmax step of one row over a block of raw scores (attention_sdpa.cpp has the
+// formula): updates running_max and running_sum, replaces the scores by [p], and returns the factor
+// α by which the row's value accumulator must be rescaled.
+float online_softmax_block(float* scores, std::size_t count, float scale_log2, bool bf16,
+                           float& running_max, float& running_sum);
+
+}  // namespace kvaudit::cpu

@@ -1,0 +1,300 @@
+// The CPU forward pass (prefill, batched prefill, batched decode); see cpu_model.h.
+//
+// One forward call stacks the new tokens of all its sequences into R rows. Per decoder layer
+// (HF LlamaDecoderLayer / Qwen2DecoderLayer, reference/inference-anchors.md §2.2):
+//   h = rms_norm(x); q, k, v = linear(h) (+bias); RoPE(q, k); append k, v to each sequence's cache;
+//   a = attention per sequence over its own cache; x = x + linear_o(a)
+//   h = rms_norm(x); x = x + down(silu(gate(h)) · up(h))
+// then final rms_norm and lm_head on the rows that need logits.
+#include "runners/cpu/cpu_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "runners/cpu/attention.h"
+#include "runners/cpu/elementwise.h"
+#include "runners/cpu/embedding.h"
+#include "runners/cpu/linear.h"
+#include "runners/cpu/rms_norm.h"
+#include "runners/cpu/rope.h"
+#include "runners/cpu/weight_validation.h"
+
+namespace kvaudit::cpu {
+namespace {
+
+// Rows of the sdpa backend per task (any value gives the same result).
+constexpr std::size_t kSdpaRowsPerTask = 64;
+
+std::span<float> rows_of(std::vector<float>& buffer, std::size_t first_row, std::size_t count,
+                         std::size_t width) {
+  return std::span<float>(buffer).subspan(first_row * width, count * width);
+}
+
+}  // namespace
+
+CpuModel::CpuModel(const model::ModelWeights& weights, AttentionBackend backend,
+                   CpuModelOptions options)
+    : weights_(weights),
+      backend_(backend),
+      options_(options),
+      rounding_(rounding_for(weights.config.dtype)) {
+  validate_model_weights(weights_);
+  use_single_threaded_openblas();
+  if (options_.eager_query_chunk <= 0 || options_.sdpa_key_block <= 0) {
+    throw std::invalid_argument(
+        "CpuModelOptions: eager_query_chunk and sdpa_key_block must be >= 1");
+  }
+  inv_freq_ = cpu::rope_inv_freq(weights_.config.rope, weights_.config.head_dim);
+}
+
+SequenceState CpuModel::new_sequence() const {
+  const model::ModelConfig& c = config();
+  const std::size_t element_bytes = c.dtype == model::ComputeDtype::bf16 ? 2 : 4;
+  return SequenceState(KvCache(c.num_layers, c.num_kv_heads, c.head_dim, element_bytes));
+}
+
+LogitMatrix CpuModel::prefill(SequenceState& state, std::span<const std::int32_t> tokens,
+                              LogitRows rows, PrefillObserver* observer) const {
+  SequenceState* const states[] = {&state};
+  const std::span<const std::int32_t> token_lists[] = {tokens};
+  return std::move(forward(states, token_lists, rows, observer).front());
+}
+
+std::vector<LogitMatrix> CpuModel::prefill_batch(
+    std::span<SequenceState* const> states, std::span<const std::span<const std::int32_t>> tokens,
+    LogitRows rows) const {
+  return forward(states, tokens, rows, nullptr);
+}
+
+LogitMatrix CpuModel::decode_step(std::span<SequenceState* const> batch,
+                                  std::span<const std::int32_t> tokens) const {
+  if (tokens.size() != batch.size()) {
+    throw std::invalid_argument("decode_step: " + std::to_string(batch.size()) + " sequences but " +
+                                std::to_string(tokens.size()) + " tokens");
+  }
+  std::vector<std::span<const std::int32_t>> token_lists;
+  token_lists.reserve(tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); ++i) token_lists.push_back(tokens.subspan(i, 1));
+  std::vector<LogitMatrix> per_sequence = forward(batch, token_lists, LogitRows::last, nullptr);
+  LogitMatrix logits;
+  logits.rows = static_cast<int>(batch.size());
+  logits.vocab = config().vocab_size;
+  logits.values.reserve(batch.size() * static_cast<std::size_t>(logits.vocab));
+  for (const LogitMatrix& m : per_sequence) {
+    logits.values.insert(logits.values.end(), m.values.begin(), m.values.end());
+  }
+  return logits;
+}
+
+std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> states,
+                                           std::span<const std::span<const std::int32_t>> tokens,
+                                           LogitRows rows, PrefillObserver* observer) const {
+  const model::ModelConfig& c = config();
+  const std::size_t n_seq = states.size();
+  if (tokens.size() != n_seq) {
+    throw std::invalid_argument("forward: " + std::to_string(n_seq) + " sequences but " +
+                                std::to_string(tokens.size()) + " token lists");
+  }
+  if (n_seq == 0) return {};
+  std::set<const SequenceState*> distinct;
+  for (std::size_t i = 0; i < n_seq; ++i) {
+    const SequenceState* s = states[i];
+    if (s == nullptr)
+      throw std::invalid_argument("forward: sequence " + std::to_string(i) + " is null");
+    if (!distinct.insert(s).second) {
+      throw std::invalid_argument("forward: sequence " + std::to_string(i) +
+                                  " appears twice in one batch");
+    }
+    const KvCache& cache = s->kv_cache();
+    if (cache.num_layers() != c.num_layers || cache.num_kv_heads() != c.num_kv_heads ||
+        cache.head_dim() != c.head_dim) {
+      throw std::invalid_argument("forward: sequence " + std::to_string(i) +
+                                  " was made for a model of another shape");
+    }
+    if (tokens[i].empty()) {
+      throw std::invalid_argument("forward: sequence " + std::to_string(i) + " has no tokens");
+    }
+  }
+
+  const std::size_t hidden = static_cast<std::size_t>(c.hidden_size);
+  const std::size_t dim = static_cast<std::size_t>(c.head_dim);
+  const std::size_t q_width = static_cast<std::size_t>(c.num_heads) * dim;
+  const std::size_t kv_width = static_cast<std::size_t>(c.num_kv_heads) * dim;
+  const std::size_t inter = static_cast<std::size_t>(c.intermediate_size);
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const float scale = static_cast<float>(std::pow(static_cast<double>(c.head_dim), -0.5));
+
+  // Row layout: sequence i owns rows [first_row[i], first_row[i] + tokens[i].size()).
+  std::vector<std::size_t> first_row(n_seq + 1, 0);
+  for (std::size_t i = 0; i < n_seq; ++i) first_row[i + 1] = first_row[i] + tokens[i].size();
+  const std::size_t total_rows = first_row[n_seq];
+  const int r = static_cast<int>(total_rows);
+  std::vector<std::int32_t> all_tokens(total_rows);  // [R]
+  std::vector<std::int32_t> positions(total_rows);   // [R] original positions
+  for (std::size_t i = 0; i < n_seq; ++i) {
+    const std::int64_t start = states[i]->original_length();
+    if (start + static_cast<std::int64_t>(tokens[i].size()) >
+        std::numeric_limits<std::int32_t>::max()) {
+      throw std::length_error("forward: sequence " + std::to_string(i) +
+                              " would exceed 2^31 - 1 positions");
+    }
+    for (std::size_t t = 0; t < tokens[i].size(); ++t) {
+      all_tokens[first_row[i] + t] = tokens[i][t];
+      positions[first_row[i] + t] = static_cast<std::int32_t>(start + static_cast<std::int64_t>(t));
+    }
+  }
+
+  std::vector<float> x(total_rows * hidden);       // [R, hidden] residual stream
+  std::vector<float> normed(total_rows * hidden);  // [R, hidden]
+  std::vector<float> q(total_rows * q_width);      // [R, num_heads, head_dim]
+  std::vector<float> k(total_rows * kv_width);     // [R, num_kv_heads, head_dim]
+  std::vector<float> v(total_rows * kv_width);     // [R, num_kv_heads, head_dim]
+  std::vector<float> attn(total_rows * q_width);   // [R, num_heads, head_dim]
+  std::vector<float> proj(total_rows * hidden);    // [R, hidden]
+  std::vector<float> gate(total_rows * inter);     // [R, intermediate]
+  std::vector<float> up(total_rows * inter);       // [R, intermediate]
+  std::vector<float> cos(total_rows * dim);        // [R, head_dim]
+  std::vector<float> sin(total_rows * dim);        // [R, head_dim]
+  const bool keep_pre_rope = observer != nullptr && observer->wants_pre_rope_queries();
+  std::vector<float> q_pre_rope(keep_pre_rope ? total_rows * q_width : 0);  // [R, heads, head_dim]
+
+  embed_tokens(weights_.embed_tokens, c.vocab_size, c.hidden_size, all_tokens, x);
+  rope_cos_sin(inv_freq_, positions, rounding_, cos, sin);
+
+  try {
+    for (int layer = 0; layer < c.num_layers; ++layer) {
+      const model::LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
+      rms_norm(x, w.input_norm, c.hidden_size, eps, rounding_, normed);
+      linear(normed, r, c.hidden_size, w.q_proj, static_cast<int>(q_width), w.q_bias, rounding_, q);
+      linear(normed, r, c.hidden_size, w.k_proj, static_cast<int>(kv_width), w.k_bias, rounding_,
+             k);
+      linear(normed, r, c.hidden_size, w.v_proj, static_cast<int>(kv_width), w.v_bias, rounding_,
+             v);
+      if (keep_pre_rope) std::copy(q.begin(), q.end(), q_pre_rope.begin());
+      apply_rope(q, c.num_heads, c.head_dim, cos, sin, rounding_);
+      apply_rope(k, c.num_kv_heads, c.head_dim, cos, sin, rounding_);
+
+      for (std::size_t i = 0; i < n_seq; ++i) {
+        const std::size_t n = tokens[i].size();
+        states[i]->kv_cache().append_layer(
+            layer, std::span<const std::int32_t>(positions).subspan(first_row[i], n),
+            rows_of(k, first_row[i], n, kv_width), rows_of(v, first_row[i], n, kv_width));
+      }
+      if (observer != nullptr) {
+        PrefillLayerView view;
+        view.layer = layer;
+        view.num_tokens = r;
+        view.num_heads = c.num_heads;
+        view.num_kv_heads = c.num_kv_heads;
+        view.head_dim = c.head_dim;
+        view.positions = positions;
+        view.queries_pre_rope = q_pre_rope;
+        view.queries = q;
+        view.keys = k;
+        view.values = v;
+        observer->on_layer(view);
+      }
+
+      // Attention: one problem per sequence, all (sequence, head, rows) tasks in one parallel loop.
+      std::vector<std::vector<KvHeadView>> kv_views(n_seq);
+      std::vector<AttentionProblem> problems(n_seq);
+      std::vector<std::pair<std::size_t, AttentionTask>> tasks;
+      const std::size_t rows_per_task = backend_ == AttentionBackend::eager
+                                            ? static_cast<std::size_t>(options_.eager_query_chunk)
+                                            : kSdpaRowsPerTask;
+      for (std::size_t i = 0; i < n_seq; ++i) {
+        const std::size_t n = tokens[i].size();
+        const KvCache& cache = states[i]->kv_cache();
+        for (int h = 0; h < c.num_kv_heads; ++h) kv_views[i].push_back(cache.head(layer, h));
+        AttentionProblem& p = problems[i];
+        p.num_heads = c.num_heads;
+        p.num_kv_heads = c.num_kv_heads;
+        p.head_dim = c.head_dim;
+        p.scale = scale;
+        p.rounding = rounding_;
+        p.queries = rows_of(q, first_row[i], n, q_width);
+        p.query_positions = std::span<const std::int32_t>(positions).subspan(first_row[i], n);
+        p.kv_heads = kv_views[i];
+        validate_attention_problem(p, rows_of(attn, first_row[i], n, q_width));
+        for (const AttentionTask& task : split_attention_tasks(p, rows_per_task)) {
+          tasks.emplace_back(i, task);
+        }
+      }
+      const std::ptrdiff_t task_count = static_cast<std::ptrdiff_t>(tasks.size());
+      const std::size_t key_block = static_cast<std::size_t>(options_.sdpa_key_block);
+#pragma omp parallel if (task_count > 1)
+      {
+        // Per-thread working memory kept across calls (no page faults on every layer).
+        static thread_local std::vector<float> scratch;
+#pragma omp for schedule(dynamic, 1)
+        for (std::ptrdiff_t t = 0; t < task_count; ++t) {
+          const auto& [i, task] = tasks[static_cast<std::size_t>(t)];
+          const std::span<float> out = rows_of(attn, first_row[i], tokens[i].size(), q_width);
+          if (backend_ == AttentionBackend::eager) {
+            eager_attention_task(problems[i], task, out, scratch);
+          } else {
+            sdpa_attention_task(problems[i], task, key_block, out, scratch);
+          }
+        }
+      }
+
+      linear(attn, r, static_cast<int>(q_width), w.o_proj, c.hidden_size, {}, rounding_, proj);
+      residual_add(x, proj, rounding_);
+      rms_norm(x, w.post_attention_norm, c.hidden_size, eps, rounding_, normed);
+      linear(normed, r, c.hidden_size, w.gate_proj, c.intermediate_size, {}, rounding_, gate);
+      linear(normed, r, c.hidden_size, w.up_proj, c.intermediate_size, {}, rounding_, up);
+      silu_mul(gate, up, rounding_, gate);
+      linear(gate, r, c.intermediate_size, w.down_proj, c.hidden_size, {}, rounding_, proj);
+      residual_add(x, proj, rounding_);
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < n_seq; ++i) states[i]->kv_cache().discard_uncommitted();
+    throw;
+  }
+  for (std::size_t i = 0; i < n_seq; ++i) {
+    states[i]->kv_cache().commit_step(static_cast<std::int64_t>(tokens[i].size()));
+  }
+
+  // Logits: gather the rows that need them, final norm, lm_head.
+  std::vector<std::size_t> logit_rows;  // indices into the R rows
+  std::vector<std::size_t> logit_count(n_seq, 0);
+  for (std::size_t i = 0; i < n_seq; ++i) {
+    const std::size_t n = tokens[i].size();
+    if (rows == LogitRows::all) {
+      for (std::size_t t = 0; t < n; ++t) logit_rows.push_back(first_row[i] + t);
+      logit_count[i] = n;
+    } else if (rows == LogitRows::last) {
+      logit_rows.push_back(first_row[i] + n - 1);
+      logit_count[i] = 1;
+    }
+  }
+  const std::size_t vocab = static_cast<std::size_t>(c.vocab_size);
+  std::vector<float> selected(logit_rows.size() * hidden);  // [rows with logits, hidden]
+  for (std::size_t j = 0; j < logit_rows.size(); ++j) {
+    std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(logit_rows[j] * hidden), hidden,
+                selected.begin() + static_cast<std::ptrdiff_t>(j * hidden));
+  }
+  rms_norm(selected, weights_.final_norm, c.hidden_size, eps, rounding_, selected);
+  std::vector<float> logits(logit_rows.size() * vocab);  // [rows with logits, vocab]
+  lm_head(selected, static_cast<int>(logit_rows.size()), c.hidden_size,
+          weights_.output_projection(), c.vocab_size, rounding_, logits);
+
+  std::vector<LogitMatrix> result(n_seq);
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < n_seq; ++i) {
+    result[i].rows = static_cast<int>(logit_count[i]);
+    result[i].vocab = c.vocab_size;
+    result[i].values.assign(
+        logits.begin() + static_cast<std::ptrdiff_t>(next * vocab),
+        logits.begin() + static_cast<std::ptrdiff_t>((next + logit_count[i]) * vocab));
+    next += logit_count[i];
+  }
+  return result;
+}
+
+}  // namespace kvaudit::cpu

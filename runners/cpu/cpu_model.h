@@ -1,0 +1,103 @@
+// CpuModel: the CPU reference backend's forward pass for Llama / Qwen2 / Mistral decoders in HF
+// layout (runners/model/model_weights.h), with two attention backends and a ragged KV cache.
+//
+// Numerics follow HF transformers exactly (reference/inference-anchors.md §2): pre-norm decoder
+// layers, rotate-half RoPE, GQA with kv_head = head / (num_heads / num_kv_heads). When the
+// checkpoint dtype is bf16 every intermediate is rounded to bf16 at the points of §2.9 (so CPU
+// results predict GPU results); in f32 mode nothing is rounded. Attention backends:
+//   eager  HF eager: S = QKᵀ [bf16], ×scale [bf16], causal mask, fp32 softmax [bf16], P·V [bf16];
+//          computed in query-row chunks (results do not depend on the chunk size).
+//   sdpa   flash-style online softmax: fp32 S never rounded, running max/sum, P [bf16] before P·V,
+//          fp32 accumulation, division at the end, output [bf16]; computed in key blocks.
+// Both attend only over the entries each KV head keeps, and causally within a prefill chunk: a
+// query at position p sees the kept keys with position ≤ p.
+//
+// Threads: everything runs on one OpenMP thread pool (OMP_NUM_THREADS): attention over (sequence,
+// head, rows) tasks, element-wise kernels over rows, GEMMs as per-thread slices of single-threaded
+// OpenBLAS sgemm calls (the constructor sets openblas_set_num_threads(1), process-wide). Results do
+// not depend on the thread count. On a machine shared with other jobs, OMP_WAIT_POLICY=passive
+// avoids threads spin-waiting for a descheduled peer. Call ensure_fast_openblas_core()
+// (openblas_core.h) at the start of main.
+//
+// Thread safety: a CpuModel is immutable after construction; concurrent calls on distinct
+// SequenceStates are safe. The weights must outlive the model (it keeps a reference).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "runners/cpu/logit_matrix.h"
+#include "runners/cpu/numerics.h"
+#include "runners/cpu/prefill_observer.h"
+#include "runners/cpu/sequence_state.h"
+#include "runners/model/model_weights.h"
+
+namespace kvaudit::cpu {
+
+enum class AttentionBackend { eager, sdpa };
+
+// Which positions of a prefill get logits: none (fill the cache only), the last token, or all.
+enum class LogitRows { none, last, all };
+
+struct CpuModelOptions {
+  // eager: query rows per chunk, the unit of parallel work (one KV head's query heads × this many
+  // rows). Scores are materialized for at most four (row, head) pairs at a time, so memory stays
+  // bounded at any context length; the result does not depend on the chunk size.
+  int eager_query_chunk = 64;
+  // sdpa: keys per online-softmax block (changes only f32 rounding).
+  int sdpa_key_block = 256;
+};
+
+class CpuModel {
+ public:
+  // Validates every weight's size against weights.config and throws model::ModelInputError naming
+  // weights.source and the tensor if one is wrong. Keeps a reference to `weights`.
+  CpuModel(const model::ModelWeights& weights, AttentionBackend backend,
+           CpuModelOptions options = {});
+
+  const model::ModelConfig& config() const { return weights_.config; }
+  AttentionBackend backend() const { return backend_; }
+  Rounding rounding() const { return rounding_; }
+  // RoPE inverse frequencies [head_dim / 2] as HF computes them (default or llama3 scaling).
+  std::span<const float> rope_inv_freq() const { return inv_freq_; }
+
+  // A fresh, empty sequence for this model.
+  SequenceState new_sequence() const;
+
+  // Runs `tokens` on top of whatever `state` already holds (positions continue at
+  // state.original_length(); e.g. context first, question later) and appends their K/V to its
+  // cache. Returns logits for `rows`: none → 0 rows, last → 1 row, all → tokens.size() rows.
+  // `observer` (optional) sees each layer's Q/K/V (prefill_observer.h).
+  // Throws std::invalid_argument for an empty token list, a token id outside the vocabulary or a
+  // state of another model shape; on any exception the state is unchanged.
+  LogitMatrix prefill(SequenceState& state, std::span<const std::int32_t> tokens, LogitRows rows,
+                      PrefillObserver* observer = nullptr) const;
+
+  // Several sequences at once, each with its own tokens (lengths may differ): the rows of all
+  // sequences go through the linear layers together, attention runs per sequence over its own
+  // cache. Result i holds the logits of sequence i as prefill() would return them. Sequences must
+  // be distinct objects.
+  std::vector<LogitMatrix> prefill_batch(std::span<SequenceState* const> states,
+                                         std::span<const std::span<const std::int32_t>> tokens,
+                                         LogitRows rows) const;
+
+  // One decode step for a batch: sequence i consumes tokens[i]. Returns logits [batch, vocab]; row
+  // i belongs to sequence i. Equivalent to prefill(…, {tokens[i]}, LogitRows::last) per sequence.
+  LogitMatrix decode_step(std::span<SequenceState* const> batch,
+                          std::span<const std::int32_t> tokens) const;
+
+ private:
+  // The shared forward: every sequence's tokens as one stack of rows.
+  std::vector<LogitMatrix> forward(std::span<SequenceState* const> states,
+                                   std::span<const std::span<const std::int32_t>> tokens,
+                                   LogitRows rows, PrefillObserver* observer) const;
+
+  const model::ModelWeights& weights_;
+  AttentionBackend backend_;
+  CpuModelOptions options_;
+  Rounding rounding_;
+  std::vector<float> inv_freq_;  // [head_dim / 2]
+};
+
+}  // namespace kvaudit::cpu

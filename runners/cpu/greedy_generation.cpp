@@ -1,0 +1,101 @@
+// Greedy decoding (single and batched); see greedy_generation.h.
+#include "runners/cpu/greedy_generation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace kvaudit::cpu {
+namespace {
+
+bool is_eos(std::int32_t token, const GreedyOptions& options) {
+  return std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), token) !=
+         options.eos_token_ids.end();
+}
+
+// Appends `token`; returns true if the sequence is finished.
+bool take_token(GreedyOutput& output, std::int32_t token, const GreedyOptions& options) {
+  output.tokens.push_back(token);
+  if (is_eos(token, options)) {
+    output.stopped_on_eos = true;
+    return true;
+  }
+  return static_cast<int>(output.tokens.size()) >= options.max_new_tokens;
+}
+
+}  // namespace
+
+std::int32_t argmax_token(std::span<const float> logits) {
+  if (logits.empty()) throw std::invalid_argument("argmax_token: empty logits");
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (std::isnan(logits[i])) return static_cast<std::int32_t>(i);
+    if (logits[i] > logits[best]) best = i;
+  }
+  return static_cast<std::int32_t>(best);
+}
+
+GreedyOutput generate_greedy(const CpuModel& model, SequenceState& state,
+                             std::span<const float> last_logits, const GreedyOptions& options) {
+  SequenceState* const states[] = {&state};
+  LogitMatrix logits;
+  logits.rows = 1;
+  logits.vocab = static_cast<int>(last_logits.size());
+  logits.values.assign(last_logits.begin(), last_logits.end());
+  return std::move(generate_greedy_batch(model, states, logits, options).front());
+}
+
+std::vector<GreedyOutput> generate_greedy_batch(const CpuModel& model,
+                                                std::span<SequenceState* const> states,
+                                                const LogitMatrix& last_logits,
+                                                const GreedyOptions& options) {
+  if (options.max_new_tokens < 0) {
+    throw std::invalid_argument("greedy generation: max_new_tokens must be >= 0, got " +
+                                std::to_string(options.max_new_tokens));
+  }
+  if (last_logits.rows != static_cast<int>(states.size()) ||
+      last_logits.vocab != model.config().vocab_size ||
+      last_logits.values.size() != static_cast<std::size_t>(last_logits.rows) *
+                                       static_cast<std::size_t>(last_logits.vocab)) {
+    throw std::invalid_argument(
+        "greedy generation: last_logits is [" + std::to_string(last_logits.rows) + ", " +
+        std::to_string(last_logits.vocab) + "], expected [" + std::to_string(states.size()) + ", " +
+        std::to_string(model.config().vocab_size) + "]");
+  }
+  std::vector<GreedyOutput> outputs(states.size());
+  if (options.max_new_tokens == 0) return outputs;
+
+  // active[k] = index of the k-th unfinished sequence; next_tokens[k] its token to decode.
+  std::vector<std::size_t> active;
+  std::vector<std::int32_t> next_tokens;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const std::int32_t token = argmax_token(last_logits.row(static_cast<int>(i)));
+    if (!take_token(outputs[i], token, options)) {
+      active.push_back(i);
+      next_tokens.push_back(token);
+    }
+  }
+  while (!active.empty()) {
+    std::vector<SequenceState*> batch;
+    batch.reserve(active.size());
+    for (std::size_t i : active) batch.push_back(states[i]);
+    const LogitMatrix logits = model.decode_step(batch, next_tokens);
+    std::vector<std::size_t> still_active;
+    std::vector<std::int32_t> still_next;
+    for (std::size_t k = 0; k < active.size(); ++k) {
+      const std::size_t i = active[k];
+      const std::int32_t token = argmax_token(logits.row(static_cast<int>(k)));
+      if (!take_token(outputs[i], token, options)) {
+        still_active.push_back(i);
+        still_next.push_back(token);
+      }
+    }
+    active = std::move(still_active);
+    next_tokens = std::move(still_next);
+  }
+  return outputs;
+}
+
+}  // namespace kvaudit::cpu

@@ -1,0 +1,177 @@
+// The ragged per-head KV cache; see kv_cache.h.
+#include "runners/cpu/kv_cache.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "runners/cpu/shape_check.h"
+
+namespace kvaudit::cpu {
+namespace {
+
+std::string head_name(int layer, int kv_head) {
+  return "layer " + std::to_string(layer) + ", kv head " + std::to_string(kv_head);
+}
+
+}  // namespace
+
+KvCache::KvCache(int num_layers, int num_kv_heads, int head_dim, std::size_t bytes_per_element)
+    : num_layers_(num_layers),
+      num_kv_heads_(num_kv_heads),
+      head_dim_(head_dim),
+      bytes_per_element_(bytes_per_element) {
+  if (num_layers <= 0 || num_kv_heads <= 0 || head_dim <= 0) {
+    throw std::invalid_argument("KvCache: layers, kv heads and head_dim must be positive (got " +
+                                std::to_string(num_layers) + ", " + std::to_string(num_kv_heads) +
+                                ", " + std::to_string(head_dim) + ")");
+  }
+  heads_.resize(static_cast<std::size_t>(num_layers) * static_cast<std::size_t>(num_kv_heads));
+  appended_in_step_.assign(static_cast<std::size_t>(num_layers), 0);
+}
+
+const KvCache::HeadStore& KvCache::store(int layer, int kv_head) const {
+  if (layer < 0 || layer >= num_layers_ || kv_head < 0 || kv_head >= num_kv_heads_) {
+    throw std::out_of_range("KvCache: " + head_name(layer, kv_head) + " does not exist (" +
+                            std::to_string(num_layers_) + " layers, " +
+                            std::to_string(num_kv_heads_) + " kv heads)");
+  }
+  return heads_[static_cast<std::size_t>(layer) * static_cast<std::size_t>(num_kv_heads_) +
+                static_cast<std::size_t>(kv_head)];
+}
+
+KvCache::HeadStore& KvCache::store(int layer, int kv_head) {
+  return const_cast<HeadStore&>(static_cast<const KvCache*>(this)->store(layer, kv_head));
+}
+
+KvHeadView KvCache::head(int layer, int kv_head) const {
+  const HeadStore& s = store(layer, kv_head);
+  return {s.positions, s.keys, s.values};
+}
+
+std::size_t KvCache::kept_count(int layer, int kv_head) const {
+  return store(layer, kv_head).positions.size();
+}
+
+std::size_t KvCache::kept_entries() const {
+  std::size_t total = 0;
+  for (const HeadStore& s : heads_) total += s.positions.size();
+  return total;
+}
+
+std::size_t KvCache::kept_bytes() const {
+  return kept_entries() * 2 * static_cast<std::size_t>(head_dim_) * bytes_per_element_;
+}
+
+void KvCache::append_layer(int layer, std::span<const std::int32_t> positions,
+                           std::span<const float> keys, std::span<const float> values) {
+  if (layer < 0 || layer >= num_layers_) {
+    throw std::out_of_range("KvCache::append_layer: layer " + std::to_string(layer) +
+                            " does not exist");
+  }
+  std::int64_t& appended = appended_in_step_[static_cast<std::size_t>(layer)];
+  if (appended != 0) {
+    throw std::logic_error("KvCache::append_layer: layer " + std::to_string(layer) +
+                           " was already appended in this step");
+  }
+  const std::size_t count = positions.size();
+  const std::size_t dim = static_cast<std::size_t>(head_dim_);
+  const std::size_t row = static_cast<std::size_t>(num_kv_heads_) * dim;
+  require_size(keys, count * row, "KvCache::append_layer: keys");
+  require_size(values, count * row, "KvCache::append_layer: values");
+  if (original_length_ + static_cast<std::int64_t>(count) >
+      std::numeric_limits<std::int32_t>::max()) {
+    throw std::length_error("KvCache::append_layer: more than 2^31 - 1 positions");
+  }
+  for (std::size_t t = 0; t < count; ++t) {
+    if (positions[t] != original_length_ + static_cast<std::int64_t>(t)) {
+      throw std::invalid_argument("KvCache::append_layer: position " +
+                                  std::to_string(positions[t]) + " at index " + std::to_string(t) +
+                                  ", expected " +
+                                  std::to_string(original_length_ + static_cast<std::int64_t>(t)));
+    }
+  }
+  for (int h = 0; h < num_kv_heads_; ++h) {
+    HeadStore& s = store(layer, h);
+    s.positions.insert(s.positions.end(), positions.begin(), positions.end());
+    for (std::size_t t = 0; t < count; ++t) {
+      const std::size_t offset = t * row + static_cast<std::size_t>(h) * dim;
+      s.keys.insert(s.keys.end(), keys.begin() + static_cast<std::ptrdiff_t>(offset),
+                    keys.begin() + static_cast<std::ptrdiff_t>(offset + dim));
+      s.values.insert(s.values.end(), values.begin() + static_cast<std::ptrdiff_t>(offset),
+                      values.begin() + static_cast<std::ptrdiff_t>(offset + dim));
+    }
+  }
+  appended = static_cast<std::int64_t>(count);
+}
+
+void KvCache::commit_step(std::int64_t num_tokens) {
+  for (int layer = 0; layer < num_layers_; ++layer) {
+    if (appended_in_step_[static_cast<std::size_t>(layer)] != num_tokens) {
+      throw std::logic_error("KvCache::commit_step: layer " + std::to_string(layer) + " has " +
+                             std::to_string(appended_in_step_[static_cast<std::size_t>(layer)]) +
+                             " appended tokens, expected " + std::to_string(num_tokens));
+    }
+  }
+  original_length_ += num_tokens;
+  std::fill(appended_in_step_.begin(), appended_in_step_.end(), 0);
+}
+
+void KvCache::discard_uncommitted() {
+  const std::size_t dim = static_cast<std::size_t>(head_dim_);
+  for (HeadStore& s : heads_) {
+    // Uncommitted entries are the trailing ones at positions ≥ original_length().
+    std::size_t keep = s.positions.size();
+    while (keep > 0 && s.positions[keep - 1] >= original_length_) --keep;
+    s.positions.resize(keep);
+    s.keys.resize(keep * dim);
+    s.values.resize(keep * dim);
+  }
+  std::fill(appended_in_step_.begin(), appended_in_step_.end(), 0);
+}
+
+void KvCache::retain(int layer, int kv_head, std::span<const std::int32_t> keep) {
+  HeadStore& s = store(layer, kv_head);
+  if (std::any_of(appended_in_step_.begin(), appended_in_step_.end(),
+                  [](std::int64_t n) { return n != 0; })) {
+    throw std::logic_error("KvCache::retain: called in the middle of a forward step");
+  }
+  // Map every kept position to its current index (both lists ascending: one merge pass), checking
+  // the request before anything is modified.
+  std::vector<std::size_t> source_index;
+  source_index.reserve(keep.size());
+  std::size_t cursor = 0;
+  for (std::size_t i = 0; i < keep.size(); ++i) {
+    if (i > 0 && keep[i] <= keep[i - 1]) {
+      throw std::invalid_argument("KvCache::retain(" + head_name(layer, kv_head) +
+                                  "): positions must be strictly ascending, but " +
+                                  std::to_string(keep[i]) + " follows " +
+                                  std::to_string(keep[i - 1]));
+    }
+    while (cursor < s.positions.size() && s.positions[cursor] < keep[i]) ++cursor;
+    if (cursor == s.positions.size() || s.positions[cursor] != keep[i]) {
+      throw std::invalid_argument("KvCache::retain(" + head_name(layer, kv_head) + "): position " +
+                                  std::to_string(keep[i]) + " is not held by this head");
+    }
+    source_index.push_back(cursor);
+  }
+  const std::size_t dim = static_cast<std::size_t>(head_dim_);
+  for (std::size_t i = 0; i < source_index.size(); ++i) {
+    const std::size_t from = source_index[i];  // from ≥ i: compaction moves entries forward
+    if (from == i) continue;
+    s.positions[i] = s.positions[from];
+    std::copy_n(s.keys.begin() + static_cast<std::ptrdiff_t>(from * dim), dim,
+                s.keys.begin() + static_cast<std::ptrdiff_t>(i * dim));
+    std::copy_n(s.values.begin() + static_cast<std::ptrdiff_t>(from * dim), dim,
+                s.values.begin() + static_cast<std::ptrdiff_t>(i * dim));
+  }
+  s.positions.resize(keep.size());
+  s.keys.resize(keep.size() * dim);
+  s.values.resize(keep.size() * dim);
+  s.positions.shrink_to_fit();
+  s.keys.shrink_to_fit();
+  s.values.shrink_to_fit();
+}
+
+}  // namespace kvaudit::cpu

@@ -1,0 +1,92 @@
+// KvCache: the ragged per-head KV cache of one sequence on the CPU backend.
+//
+// For every (layer, KV head) the cache holds the tokens that head still keeps:
+//   positions [n]            original token positions, int32, strictly ascending
+//   keys      [n, head_dim]  post-RoPE keys (as HF's cache stores them)
+//   values    [n, head_dim]
+// Heads are independent ("ragged"): after retain() each head may keep a different set and count,
+// which is how head-wise budgets (AdaKV and friends) become real evictions rather than masks
+// (kvaudit BRIEF §5; kvpress masks instead, reference/kvpress.md §0).
+//
+// Positions: every token ever appended gets the next original position. original_length() counts
+// them, evicted or not, and is the RoPE position of the next token: after eviction new tokens
+// continue at the ORIGINAL length, not at the kept count (kvpress pipeline, reference/kvpress.md
+// §4).
+//
+// Appending is transactional per forward step: the model appends to each layer (append_layer), then
+// commits the step (commit_step); if the step fails, discard_uncommitted() drops what was appended.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace kvaudit::cpu {
+
+// Read-only view of one (layer, KV head) of the cache.
+struct KvHeadView {
+  std::span<const std::int32_t> positions;  // [n], strictly ascending
+  std::span<const float> keys;              // [n, head_dim], post-RoPE
+  std::span<const float> values;            // [n, head_dim]
+  std::size_t size() const { return positions.size(); }
+};
+
+class KvCache {
+ public:
+  // bytes_per_element is the storage size a real engine would use for one K or V element (2 for
+  // bf16 checkpoints, 4 for f32); it only feeds kept_bytes().
+  KvCache(int num_layers, int num_kv_heads, int head_dim, std::size_t bytes_per_element);
+
+  int num_layers() const { return num_layers_; }
+  int num_kv_heads() const { return num_kv_heads_; }
+  int head_dim() const { return head_dim_; }
+
+  // Tokens ever committed to this cache (kept or evicted) = the RoPE position of the next token.
+  std::int64_t original_length() const { return original_length_; }
+  std::int32_t next_position() const { return static_cast<std::int32_t>(original_length_); }
+
+  KvHeadView head(int layer, int kv_head) const;
+  std::size_t kept_count(int layer, int kv_head) const;
+  // Sum of kept entries over all layers and KV heads.
+  std::size_t kept_entries() const;
+  // Bytes the kept keys and values take at the checkpoint's precision:
+  // kept_entries() · 2 (K and V) · head_dim · bytes_per_element (positions are not counted).
+  std::size_t kept_bytes() const;
+
+  // Appends T tokens to every KV head of `layer`:
+  //   positions [T] must be next_position(), next_position()+1, ...
+  //   keys      [T, num_kv_heads, head_dim] (post-RoPE), values [T, num_kv_heads, head_dim].
+  // Each layer is appended at most once per step. Throws std::invalid_argument on a shape mismatch.
+  void append_layer(int layer, std::span<const std::int32_t> positions, std::span<const float> keys,
+                    std::span<const float> values);
+  // Ends a step of `num_tokens` tokens: every layer must have been appended exactly that many.
+  void commit_step(std::int64_t num_tokens);
+  // Drops entries appended since the last commit (after a failed step); the cache is as before.
+  void discard_uncommitted();
+
+  // Evicts: (layer, kv_head) keeps exactly the tokens whose original positions are listed in
+  // `keep`, which must be strictly ascending and a subset of what the head holds now; the others
+  // are removed and the head is compacted. Throws std::invalid_argument otherwise (nothing
+  // changes).
+  void retain(int layer, int kv_head, std::span<const std::int32_t> keep);
+
+ private:
+  struct HeadStore {
+    std::vector<std::int32_t> positions;  // [n]
+    std::vector<float> keys;              // [n, head_dim]
+    std::vector<float> values;            // [n, head_dim]
+  };
+  const HeadStore& store(int layer, int kv_head) const;
+  HeadStore& store(int layer, int kv_head);
+
+  int num_layers_;
+  int num_kv_heads_;
+  int head_dim_;
+  std::size_t bytes_per_element_;
+  std::int64_t original_length_ = 0;
+  std::vector<HeadStore> heads_;                // [num_layers * num_kv_heads]
+  std::vector<std::int64_t> appended_in_step_;  // [num_layers]: tokens appended since last commit
+};
+
+}  // namespace kvaudit::cpu

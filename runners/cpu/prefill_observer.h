@@ -1,0 +1,39 @@
+// PrefillObserver: the hook through which eviction methods see a layer's tensors during prefill.
+//
+// CpuModel::prefill calls on_layer once per decoder layer, after the layer's keys and values are in
+// the cache and before its attention runs. The view's spans point into the model's working buffers
+// and are valid only during the call; an observer copies what it needs. Nothing is copied for an
+// observer that is absent, and the pre-RoPE queries are kept only if wants_pre_rope_queries().
+// Observers must not modify the SequenceState being prefilled.
+//
+// Values are what the forward computes (bf16-representable in bf16 mode). Layout is token-major:
+// row t holds every head of token t, as HF's [T, heads·head_dim] projections before the transpose.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace kvaudit::cpu {
+
+struct PrefillLayerView {
+  int layer = 0;
+  int num_tokens = 0;  // T: tokens in this prefill call
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  std::span<const std::int32_t> positions;  // [T] original positions of these tokens
+  std::span<const float> queries_pre_rope;  // [T, num_heads, head_dim]; empty unless requested
+  std::span<const float> queries;           // [T, num_heads, head_dim], post-RoPE
+  std::span<const float> keys;              // [T, num_kv_heads, head_dim], post-RoPE
+  std::span<const float> values;            // [T, num_kv_heads, head_dim]
+};
+
+class PrefillObserver {
+ public:
+  virtual ~PrefillObserver() = default;
+  // Whether views should carry the pre-RoPE queries (costs one copy of Q per layer).
+  virtual bool wants_pre_rope_queries() const { return false; }
+  virtual void on_layer(const PrefillLayerView& view) = 0;
+};
+
+}  // namespace kvaudit::cpu

@@ -1,0 +1,399 @@
+// Validation and preprocessing of paired comparisons, and the replicate kernel of the stratified
+// paired bootstrap (see bootstrap_plan.h and paired_bootstrap.h for the procedure).
+#include "statistics/bootstrap_plan.h"
+
+#include <algorithm>
+#include <boost/math/distributions/normal.hpp>
+#include <cmath>
+#include <exception>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "statistics/rng.h"
+#include "suite/common/errors.h"
+
+namespace kvaudit::stats {
+namespace {
+
+constexpr std::uint64_t kMaxReplicates = 0xffffffffull;  // b is a 32-bit counter word
+constexpr std::size_t kMaxStratumSize = 0xffffffffull;   // indices are 32-bit
+
+std::string in_quotes(const std::string& name) { return "'" + name + "'"; }
+
+bool is_small_integer(double d) { return d == std::nearbyint(d) && d >= -127.0 && d <= 127.0; }
+
+}  // namespace
+
+void validate_paired_comparisons(const std::vector<PairedComparison>& comparisons,
+                                 std::size_t first, std::size_t count) {
+  if (first + count > comparisons.size()) {
+    throw InternalError("validate_paired_comparisons: range past the end");
+  }
+  // stratum id -> (size, name of the first comparison that used it)
+  std::map<std::uint32_t, std::pair<std::size_t, std::string>> sizes;
+  for (std::size_t c = first; c < first + count; ++c) {
+    const PairedComparison& comparison = comparisons[c];
+    const std::string where = "paired bootstrap: comparison " + in_quotes(comparison.name);
+    if (comparison.strata.empty()) throw InputError(where + ": no strata");
+    std::set<std::uint32_t> seen;
+    for (const PairedStratum& stratum : comparison.strata) {
+      const std::string at = where + ", stratum " + std::to_string(stratum.id);
+      if (!seen.insert(stratum.id).second) throw InputError(at + ": stratum id appears twice");
+      if (stratum.arm_a.size() != stratum.arm_b.size()) {
+        throw InputError(at + ": arm A has " + std::to_string(stratum.arm_a.size()) +
+                         " instances but arm B has " + std::to_string(stratum.arm_b.size()) +
+                         " (arms must be paired instance by instance)");
+      }
+      if (stratum.arm_a.empty()) throw InputError(at + ": no instances");
+      if (stratum.arm_a.size() > kMaxStratumSize) {
+        throw InputError(at + ": more than 2^32 - 1 instances");
+      }
+      for (std::size_t i = 0; i < stratum.arm_a.size(); ++i) {
+        if (!std::isfinite(stratum.arm_a[i]) || !std::isfinite(stratum.arm_b[i])) {
+          throw InputError(at + ": utility of instance " + std::to_string(i) + " is not finite");
+        }
+      }
+      const auto [it, inserted] =
+          sizes.try_emplace(stratum.id, stratum.arm_a.size(), comparison.name);
+      if (!inserted && it->second.first != stratum.arm_a.size()) {
+        throw InputError(at + ": " + std::to_string(stratum.arm_a.size()) +
+                         " instances, but comparison " + in_quotes(it->second.second) + " has " +
+                         std::to_string(it->second.first) +
+                         " for the same stratum id (a stratum id must name the same instances "
+                         "in every comparison)");
+      }
+    }
+  }
+}
+
+void validate_bootstrap_options(const BootstrapOptions& options) {
+  if (options.resamples < 1 || static_cast<std::uint64_t>(options.resamples) > kMaxReplicates) {
+    throw InputError("paired bootstrap: resamples must be in [1, 2^32 - 1], got " +
+                     std::to_string(options.resamples));
+  }
+  if (!(options.confidence > 0.0 && options.confidence < 1.0)) {
+    throw InputError("paired bootstrap: confidence must be in (0, 1), got " +
+                     std::to_string(options.confidence));
+  }
+  if (options.threads < 0) {
+    throw InputError("paired bootstrap: threads must be >= 0 (0: all cores), got " +
+                     std::to_string(options.threads));
+  }
+  if (options.comparisons_per_pass < 1) {
+    throw InputError("paired bootstrap: comparisons_per_pass must be >= 1");
+  }
+}
+
+int resolve_threads(const BootstrapOptions& options) {
+  if (options.threads > 0) return options.threads;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+std::int64_t count_at_or_below_zero(const std::vector<double>& replicates) {
+  std::int64_t count = 0;
+  for (double r : replicates) count += (r <= 0.0) ? 1 : 0;
+  return count;
+}
+
+BootstrapPlan::BootstrapPlan(const std::vector<PairedComparison>& comparisons, std::size_t first,
+                             std::size_t count, Aggregate aggregate)
+    : aggregate_(aggregate) {
+  validate_paired_comparisons(comparisons, first, count);
+  std::map<std::uint32_t, std::uint32_t> sizes;
+  for (std::size_t c = first; c < first + count; ++c) {
+    for (const PairedStratum& stratum : comparisons[c].strata) {
+      sizes[stratum.id] = static_cast<std::uint32_t>(stratum.arm_a.size());
+    }
+  }
+  std::map<std::uint32_t, std::size_t> position;
+  for (const auto& [id, size] : sizes) {
+    position[id] = strata_.size();
+    strata_.push_back({id, size});
+    max_stratum_size_ = std::max(max_stratum_size_, size);
+  }
+  users_.resize(strata_.size());
+
+  for (std::size_t c = first; c < first + count; ++c) {
+    const PairedComparison& input = comparisons[c];
+    Comparison comparison;
+    comparison.name = input.name;
+    // Parts in ascending stratum id: the order in which replicates (and the estimate) add them.
+    std::vector<const PairedStratum*> ordered;
+    for (const PairedStratum& stratum : input.strata) ordered.push_back(&stratum);
+    std::sort(ordered.begin(), ordered.end(),
+              [](const PairedStratum* x, const PairedStratum* y) { return x->id < y->id; });
+    comparison.integer = true;
+    for (const PairedStratum* stratum : ordered) {
+      for (std::size_t i = 0; i < stratum->arm_a.size(); ++i) {
+        if (!is_small_integer(stratum->arm_a[i] - stratum->arm_b[i])) comparison.integer = false;
+      }
+    }
+    double total_a = 0;
+    double total_b = 0;
+    double total_d = 0;
+    for (const PairedStratum* stratum : ordered) {
+      Part part;
+      part.stratum = position.at(stratum->id);
+      part.size = static_cast<std::uint32_t>(stratum->arm_a.size());
+      double sum_a = 0;
+      double sum_b = 0;
+      if (comparison.integer) {
+        part.offset = comparison.small.size();
+        std::int64_t sum = 0;
+        for (std::size_t i = 0; i < part.size; ++i) {
+          const auto d = static_cast<std::int8_t>(stratum->arm_a[i] - stratum->arm_b[i]);
+          comparison.small.push_back(d);
+          sum += d;
+          sum_a += stratum->arm_a[i];
+          sum_b += stratum->arm_b[i];
+        }
+        part.sum = static_cast<double>(sum);
+      } else {
+        part.offset = comparison.wide.size();
+        double sum = 0;
+        for (std::size_t i = 0; i < part.size; ++i) {
+          const double d = stratum->arm_a[i] - stratum->arm_b[i];
+          comparison.wide.push_back(d);
+          sum += d;
+          sum_a += stratum->arm_a[i];
+          sum_b += stratum->arm_b[i];
+        }
+        part.sum = sum;
+      }
+      comparison.instances += part.size;
+      if (aggregate_ == Aggregate::pooled) {
+        total_a += sum_a;
+        total_b += sum_b;
+        total_d += part.sum;
+      } else {
+        total_a += sum_a / part.size;
+        total_b += sum_b / part.size;
+        total_d += part.sum / part.size;
+      }
+      users_[part.stratum].emplace_back(comparisons_.size(), comparison.parts.size());
+      comparison.parts.push_back(part);
+    }
+    const double divisor = aggregate_ == Aggregate::pooled
+                               ? static_cast<double>(comparison.instances)
+                               : static_cast<double>(comparison.parts.size());
+    comparison.mean_a = total_a / divisor;
+    comparison.mean_b = total_b / divisor;
+    comparison.estimate = total_d / divisor;
+    comparisons_.push_back(std::move(comparison));
+  }
+}
+
+void BootstrapPlan::replicate_range(std::uint64_t seed, std::uint32_t begin, std::uint32_t end,
+                                    std::uint32_t out_offset,
+                                    std::vector<std::vector<double>>& out) const {
+  std::vector<std::uint32_t> indices(max_stratum_size_);
+  std::vector<std::int64_t> integer_sums(comparisons_.size());
+  std::vector<double> sums(comparisons_.size());
+  const bool pooled = aggregate_ == Aggregate::pooled;
+  for (std::uint32_t b = begin; b < end; ++b) {
+    std::fill(integer_sums.begin(), integer_sums.end(), 0);
+    std::fill(sums.begin(), sums.end(), 0.0);
+    for (std::size_t s = 0; s < strata_.size(); ++s) {
+      const std::uint32_t size = strata_[s].size;
+      draw_resample_indices(seed, strata_[s].id, b, RandomPurpose::bootstrap_index, size,
+                            indices.data());
+      const std::uint32_t* idx = indices.data();
+      for (const auto& [c, p] : users_[s]) {
+        const Comparison& comparison = comparisons_[c];
+        const Part& part = comparison.parts[p];
+        if (comparison.integer) {
+          const std::int8_t* d = comparison.small.data() + part.offset;
+          std::int64_t sum = 0;
+          for (std::uint32_t i = 0; i < size; ++i) sum += d[idx[i]];
+          if (pooled) {
+            integer_sums[c] += sum;
+          } else {
+            sums[c] += static_cast<double>(sum) / size;
+          }
+        } else {
+          const double* d = comparison.wide.data() + part.offset;
+          double sum = 0;
+          for (std::uint32_t i = 0; i < size; ++i) sum += d[idx[i]];
+          sums[c] += pooled ? sum : sum / size;
+        }
+      }
+    }
+    for (std::size_t c = 0; c < comparisons_.size(); ++c) {
+      const Comparison& comparison = comparisons_[c];
+      double value = 0;
+      if (pooled) {
+        const double total = comparison.integer ? static_cast<double>(integer_sums[c]) : sums[c];
+        value = total / static_cast<double>(comparison.instances);
+      } else {
+        value = sums[c] / static_cast<double>(comparison.parts.size());
+      }
+      out[c][b - out_offset] = value;
+    }
+  }
+}
+
+void BootstrapPlan::replicates(std::uint64_t seed, std::int64_t begin, std::int64_t end,
+                               int threads, std::vector<std::vector<double>>& out) const {
+  if (begin < 0 || end < begin || static_cast<std::uint64_t>(end) > kMaxReplicates) {
+    throw InternalError("BootstrapPlan::replicates: bad replicate range [" + std::to_string(begin) +
+                        ", " + std::to_string(end) + ")");
+  }
+  if (threads < 1) throw InternalError("BootstrapPlan::replicates: threads must be >= 1");
+  const auto b0 = static_cast<std::uint32_t>(begin);
+  const auto length = static_cast<std::uint32_t>(end - begin);
+  out.assign(comparisons_.size(), std::vector<double>(length));
+  const auto workers = static_cast<std::uint32_t>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>(threads, length)));
+  if (workers == 1) {
+    replicate_range(seed, b0, b0 + length, b0, out);
+    return;
+  }
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(workers);
+  for (std::uint32_t w = 0; w < workers; ++w) {
+    // Contiguous b ranges; each replicate is computed entirely by one thread.
+    const auto lo = static_cast<std::uint32_t>(static_cast<std::uint64_t>(length) * w / workers);
+    const auto hi =
+        static_cast<std::uint32_t>(static_cast<std::uint64_t>(length) * (w + 1) / workers);
+    pool.emplace_back([this, seed, b0, lo, hi, &out, &errors, w] {
+      try {
+        replicate_range(seed, b0 + lo, b0 + hi, b0, out);
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  }
+  for (auto& thread : pool) thread.join();
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+}
+
+std::vector<double> BootstrapPlan::jackknife(std::size_t c) const {
+  const Comparison& comparison = comparisons_[c];
+  std::vector<double> values;
+  values.reserve(static_cast<std::size_t>(comparison.instances));
+  const auto difference = [&](const Part& part, std::uint32_t i) {
+    return comparison.integer ? static_cast<double>(comparison.small[part.offset + i])
+                              : comparison.wide[part.offset + i];
+  };
+  if (aggregate_ == Aggregate::pooled) {
+    double total = 0;
+    for (const Part& part : comparison.parts) total += part.sum;
+    const double remaining = static_cast<double>(comparison.instances - 1);
+    for (const Part& part : comparison.parts) {
+      for (std::uint32_t i = 0; i < part.size; ++i) {
+        values.push_back((total - difference(part, i)) / remaining);
+      }
+    }
+  } else {
+    double total_of_means = 0;
+    for (const Part& part : comparison.parts) total_of_means += part.sum / part.size;
+    const auto strata = static_cast<double>(comparison.parts.size());
+    for (const Part& part : comparison.parts) {
+      const double others = total_of_means - part.sum / part.size;
+      for (std::uint32_t i = 0; i < part.size; ++i) {
+        values.push_back((others + (part.sum - difference(part, i)) / (part.size - 1)) / strata);
+      }
+    }
+  }
+  return values;
+}
+
+BootstrapResult BootstrapPlan::summarize(std::size_t c, std::vector<double> replicates,
+                                         std::int64_t at_or_below_zero,
+                                         const BootstrapOptions& options) const {
+  const Comparison& comparison = comparisons_[c];
+  BootstrapResult result;
+  result.name = comparison.name;
+  result.aggregate = aggregate_;
+  result.instances = comparison.instances;
+  result.strata = static_cast<std::int64_t>(comparison.parts.size());
+  result.mean_a = comparison.mean_a;
+  result.mean_b = comparison.mean_b;
+  result.estimate = comparison.estimate;
+  result.confidence = options.confidence;
+  result.resamples = static_cast<std::int64_t>(replicates.size());
+  result.seed = options.seed;
+  result.exact_integer = comparison.integer;
+  result.replicate_hash = replicate_hash(replicates);
+  result.at_or_below_zero = at_or_below_zero;
+  result.p_value = (1.0 + static_cast<double>(at_or_below_zero)) /
+                   (static_cast<double>(replicates.size()) + 1.0);
+
+  std::vector<double> sorted = replicates;
+  std::sort(sorted.begin(), sorted.end());
+  const double alpha = 1.0 - options.confidence;
+  result.lower = quantile_type7(sorted, alpha / 2);
+  result.upper = quantile_type7(sorted, 1.0 - alpha / 2);
+
+  if (options.bca) {
+    // BCa (Efron 1987): z0 from the share of replicates below the estimate, a from the jackknife.
+    const auto below = static_cast<std::int64_t>(
+        std::lower_bound(sorted.begin(), sorted.end(), result.estimate) - sorted.begin());
+    const bool one_distinct_difference = [&] {
+      const bool small = comparison.integer;
+      const std::size_t n = small ? comparison.small.size() : comparison.wide.size();
+      for (std::size_t i = 1; i < n; ++i) {
+        if (small ? comparison.small[i] != comparison.small[0]
+                  : comparison.wide[i] != comparison.wide[0]) {
+          return false;
+        }
+      }
+      return true;
+    }();
+    const bool macro_singleton = aggregate_ == Aggregate::macro &&
+                                 std::any_of(comparison.parts.begin(), comparison.parts.end(),
+                                             [](const Part& part) { return part.size < 2; });
+    if (one_distinct_difference) {
+      result.bca_unavailable = "BCa undefined: every paired difference is equal";
+    } else if (comparison.instances < 2 || macro_singleton) {
+      result.bca_unavailable = "BCa undefined: the jackknife needs 2 or more instances per stratum";
+    } else if (below == 0 || below == result.resamples) {
+      result.bca_unavailable =
+          "BCa undefined: every replicate lies on one side of the estimate (bias correction "
+          "infinite)";
+    } else {
+      const std::vector<double> jack = jackknife(c);
+      double mean = 0;
+      for (double v : jack) mean += v;
+      mean /= static_cast<double>(jack.size());
+      double squares = 0;
+      double cubes = 0;
+      for (double v : jack) {
+        const double u = mean - v;
+        squares += u * u;
+        cubes += u * u * u;
+      }
+      if (squares == 0) {
+        result.bca_unavailable = "BCa undefined: the jackknife variance is 0";
+      } else {
+        const boost::math::normal_distribution<double> normal;
+        BcaInterval bca;
+        bca.acceleration = cubes / (6.0 * std::pow(squares, 1.5));
+        bca.bias_correction = boost::math::quantile(
+            normal, static_cast<double>(below) / static_cast<double>(result.resamples));
+        const auto adjusted = [&](double level) -> double {
+          const double z = bca.bias_correction + boost::math::quantile(normal, level);
+          const double denominator = 1.0 - bca.acceleration * z;
+          if (!(denominator > 0)) return std::nan("");
+          return boost::math::cdf(normal, bca.bias_correction + z / denominator);
+        };
+        const double low = adjusted(alpha / 2);
+        const double high = adjusted(1.0 - alpha / 2);
+        if (std::isnan(low) || std::isnan(high)) {
+          result.bca_unavailable = "BCa undefined: the acceleration is too large for this level";
+        } else {
+          bca.lower = quantile_type7(sorted, low);
+          bca.upper = quantile_type7(sorted, high);
+          result.bca = bca;
+        }
+      }
+    }
+  }
+  if (options.keep_replicates) result.replicates = std::move(replicates);
+  return result;
+}
+
+}  // namespace kvaudit::stats

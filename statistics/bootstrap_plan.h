@@ -1,0 +1,88 @@
+// The validated, preprocessed form of a batch of paired comparisons and the replicate kernel
+// shared by paired_bootstrap.cpp (threads) and mpi_bootstrap.cpp (ranks). Not needed by callers
+// of paired_bootstrap.h; it is public so that other parallel drivers can split replicate ranges.
+//
+// Construction validates the comparisons, computes the differences d = a − b (int8 when every d of
+// a comparison is an integer in [−127, 127], else double) and groups the strata by id so that each
+// (replicate, stratum id) draws its indices once. replicates() computes Δ*_b for b in [begin, end)
+// with the b range split over threads (each replicate on one thread, fixed summation order).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "statistics/paired_bootstrap.h"
+
+namespace kvaudit::stats {
+
+class BootstrapPlan {
+ public:
+  // Uses comparisons[first, first + count). Throws kvaudit::InputError for invalid comparisons.
+  BootstrapPlan(const std::vector<PairedComparison>& comparisons, std::size_t first,
+                std::size_t count, Aggregate aggregate);
+
+  std::size_t size() const { return comparisons_.size(); }
+
+  // out is resized to size() vectors of (end − begin) values: out[c][b − begin] = Δ*_b of
+  // comparison c. Requires 0 ≤ begin ≤ end < 2³²; threads ≥ 1.
+  void replicates(std::uint64_t seed, std::int64_t begin, std::int64_t end, int threads,
+                  std::vector<std::vector<double>>& out) const;
+
+  // Turns the complete replicate vector (b order, B values) of comparison c into its result.
+  // `at_or_below_zero` is #{b : Δ*_b ≤ 0} (passed in so MPI can reduce it as an integer).
+  BootstrapResult summarize(std::size_t c, std::vector<double> replicates,
+                            std::int64_t at_or_below_zero, const BootstrapOptions& options) const;
+
+ private:
+  struct Stratum {
+    std::uint32_t id = 0;
+    std::uint32_t size = 0;
+  };
+  struct Part {               // one stratum of one comparison
+    std::size_t stratum = 0;  // index into strata_
+    std::size_t offset = 0;   // first difference in the comparison's data
+    std::uint32_t size = 0;
+    double sum = 0;  // Σ d over the stratum (exact for integer data)
+  };
+  struct Comparison {
+    std::string name;
+    bool integer = false;
+    std::vector<std::int8_t> small;  // differences when integer
+    std::vector<double> wide;        // differences otherwise
+    std::vector<Part> parts;         // in input order
+    std::int64_t instances = 0;
+    double mean_a = 0;
+    double mean_b = 0;
+    double estimate = 0;
+  };
+  Aggregate aggregate_;
+  std::vector<Stratum> strata_;  // distinct ids, sorted by id
+  // For each stratum: (comparison, part) pairs that use it.
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> users_;
+  std::vector<Comparison> comparisons_;
+  std::uint32_t max_stratum_size_ = 0;
+
+  void replicate_range(std::uint64_t seed, std::uint32_t begin, std::uint32_t end,
+                       std::uint32_t out_offset, std::vector<std::vector<double>>& out) const;
+  std::vector<double> jackknife(std::size_t c) const;
+};
+
+// Validates comparisons[first, first + count) (see paired_bootstrap.h for the rules, including
+// "a stratum id has the same size in every comparison"); throws kvaudit::InputError naming the
+// comparison and the stratum.
+void validate_paired_comparisons(const std::vector<PairedComparison>& comparisons,
+                                 std::size_t first, std::size_t count);
+
+// Validates BootstrapOptions; throws kvaudit::InputError naming the field.
+void validate_bootstrap_options(const BootstrapOptions& options);
+
+// options.threads, or std::thread::hardware_concurrency() (at least 1) when it is 0.
+int resolve_threads(const BootstrapOptions& options);
+
+// The count #{Δ* ≤ 0} of a replicate vector.
+std::int64_t count_at_or_below_zero(const std::vector<double>& replicates);
+
+}  // namespace kvaudit::stats

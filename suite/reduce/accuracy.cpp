@@ -1,0 +1,178 @@
+// Accuracy with Clopper–Pearson / Hoeffding intervals, Bonferroni over the family (see
+// accuracy.h).
+#include "suite/reduce/accuracy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "statistics/clopper_pearson.h"
+
+namespace kvaudit::reduce {
+namespace {
+
+using RowTuple = std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uint8_t, std::int16_t,
+                            std::uint16_t, std::uint32_t>;  // ... protocol, method, budget, task
+
+struct RowAcc {
+  AccuracyRow row;
+  bool binary = true;
+};
+
+Value finite(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
+
+}  // namespace
+
+void hoeffding_interval(double mean, std::int64_t n, double a, double& lower, double& upper) {
+  const double half = std::sqrt(std::log(2.0 / a) / (2.0 * static_cast<double>(n)));
+  lower = std::max(0.0, mean - half);
+  upper = std::min(1.0, mean + half);
+}
+
+Accuracy compute_accuracy(const AnalysisContext& ctx) {
+  const StudyFrame& f = ctx.frame;
+  std::map<RowTuple, RowAcc> rows;
+  struct SummaryAcc {
+    AccuracySummaryRow row;
+    double sum = 0;
+    double retention_sum = 0;
+    std::int64_t retention_n = 0;
+  };
+  std::map<std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uint8_t, std::int16_t,
+                      std::uint16_t>,
+           SummaryAcc>
+      summary;
+  for (const FrameCell& c : f.cells) {
+    RowAcc& acc = rows[{c.model, c.backend, c.benchmark, c.protocol, c.method, c.budget, c.task}];
+    AccuracyRow& r = acc.row;
+    SummaryAcc& s = summary[{c.model, c.backend, c.benchmark, c.protocol, c.method, c.budget}];
+    switch (c.state) {
+      case CellState::ok:
+        ++r.n;
+        r.sum += c.score;
+        if (c.score != 0.0 && c.score != 1.0) acc.binary = false;
+        ++s.row.n;
+        s.sum += c.score;
+        if (std::isfinite(c.realised_retention)) {
+          s.retention_sum += c.realised_retention;
+          ++s.retention_n;
+        }
+        break;
+      case CellState::excluded:
+        ++r.excluded;
+        break;
+      case CellState::failed:
+        ++r.failed;
+        s.row.partial = true;
+        break;
+      case CellState::missing:
+        ++r.missing;
+        s.row.partial = true;
+        break;
+    }
+  }
+  Accuracy out;
+  out.family =
+      resolve_family(ctx.families, ctx.alpha, "accuracy", "accuracy",
+                     {"model", "backend", "benchmark", "protocol", "method", "budget", "task"},
+                     static_cast<std::int64_t>(rows.size()));
+  const stats::Family family = out.family.family();
+  const double a = out.family.per_comparison_alpha();
+  for (auto& [key, acc] : rows) {
+    AccuracyRow r = acc.row;
+    std::tie(r.model, r.backend, r.benchmark, r.protocol, r.method, r.budget, r.task) = key;
+    if (r.n == 0) {
+      r.mean = r.lower = r.upper = std::nan("");
+    } else if (acc.binary) {
+      const auto x = static_cast<std::int64_t>(std::llround(r.sum));
+      const auto ci = stats::clopper_pearson_interval(x, r.n, out.family.alpha, family);
+      r.mean = ci.estimate;
+      r.lower = ci.lower;
+      r.upper = ci.upper;
+      r.interval = "clopper-pearson";
+    } else {
+      r.mean = r.sum / static_cast<double>(r.n);
+      hoeffding_interval(r.mean, r.n, a, r.lower, r.upper);
+      r.interval = "hoeffding";
+    }
+    out.rows.push_back(r);
+  }
+  for (auto& [key, s] : summary) {
+    AccuracySummaryRow r = s.row;
+    std::tie(r.model, r.backend, r.benchmark, r.protocol, r.method, r.budget) = key;
+    r.mean = r.n > 0 ? s.sum / static_cast<double>(r.n) : std::nan("");
+    r.realised_retention =
+        s.retention_n > 0 ? s.retention_sum / static_cast<double>(s.retention_n) : std::nan("");
+    out.summary.push_back(r);
+  }
+  return out;
+}
+
+std::vector<Table> accuracy_tables(const AnalysisContext& ctx, const Accuracy& acc) {
+  std::vector<Table> out;
+  {
+    Table t;
+    t.id = "accuracy";
+    t.title = "Accuracy per task with simultaneous intervals";
+    t.description =
+        "Mean utility per (model, backend, benchmark, protocol, method, budget, task) over the "
+        "usable instances (n). Interval at level 1 − α/m over the family: Clopper–Pearson when "
+        "every utility is 0 or 1, Hoeffding (mean ± √(ln(2m/α)/(2n))) for fractional "
+        "utilities.";
+    for (const char* name :
+         {"model", "backend", "benchmark", "task", "protocol", "method", "budget"})
+      t.add_column(name, ColumnType::text);
+    t.add_column("n", ColumnType::integer);
+    t.add_column("mean", ColumnType::real, 3);
+    t.add_column("lower", ColumnType::real, 3);
+    t.add_column("upper", ColumnType::real, 3);
+    t.add_column("interval", ColumnType::text, 0, false);
+    t.add_column("excluded", ColumnType::integer, 0, false);
+    t.add_column("failed", ColumnType::integer, 0, false);
+    t.add_column("missing", ColumnType::integer, 0, false);
+    t.partial_column = static_cast<int>(t.add_column("partial", ColumnType::flag, 0, false));
+    for (const auto& r : acc.rows) {
+      t.rows.push_back({ctx.label(Dim::model, r.model), ctx.label(Dim::backend, r.backend),
+                        ctx.label(Dim::benchmark, r.benchmark), ctx.frame.tasks[r.task].name,
+                        ctx.label(Dim::protocol, r.protocol), ctx.label(Dim::method, r.method),
+                        ctx.label(Dim::budget, r.budget), r.n, finite(r.mean), finite(r.lower),
+                        finite(r.upper), r.interval, r.excluded, r.failed, r.missing, r.partial()});
+    }
+    add_family_attributes(t, acc.family);
+    t.add_attribute("interval",
+                    "two-sided at 1 - alpha/m: Clopper-Pearson (0/1 utilities) or "
+                    "Hoeffding (fractional utilities)");
+    t.write_latex = t.rows.size() <= 400;
+    t.markdown_row_limit = 40;
+    out.push_back(std::move(t));
+  }
+  {
+    Table t;
+    t.id = "accuracy_by_budget";
+    t.title = "Mean utility per method and budget (all tasks)";
+    t.description =
+        "Mean utility over every usable instance of every task, per (model, backend, benchmark, "
+        "protocol, method, budget); descriptive (no interval). realised_retention: the mean "
+        "kept_bytes / full_bytes the records report. The accuracy-vs-compression figures plot "
+        "these means.";
+    for (const char* name : {"model", "backend", "benchmark", "protocol", "method", "budget"})
+      t.add_column(name, ColumnType::text);
+    t.add_column("n", ColumnType::integer);
+    t.add_column("mean", ColumnType::real, 3);
+    t.add_column("realised_retention", ColumnType::real, 3, false);
+    t.partial_column = static_cast<int>(t.add_column("partial", ColumnType::flag, 0, false));
+    for (const auto& r : acc.summary) {
+      t.rows.push_back({ctx.label(Dim::model, r.model), ctx.label(Dim::backend, r.backend),
+                        ctx.label(Dim::benchmark, r.benchmark),
+                        ctx.label(Dim::protocol, r.protocol), ctx.label(Dim::method, r.method),
+                        ctx.label(Dim::budget, r.budget), r.n, finite(r.mean),
+                        finite(r.realised_retention), r.partial});
+    }
+    t.write_latex = t.rows.size() <= 400;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace kvaudit::reduce

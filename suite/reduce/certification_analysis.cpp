@@ -1,0 +1,366 @@
+// Risk certification per (block, model) (see certification_analysis.h).
+#include "suite/reduce/certification_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "methods/catalog.h"
+#include "suite/common/errors.h"
+#include "suite/manifest/number_format.h"
+
+namespace kvaudit::reduce {
+namespace {
+
+template <std::size_t N>
+std::uint8_t index_in(const char* const (&set)[N], const std::string& v) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (v == set[i]) return static_cast<std::uint8_t>(i);
+  throw InternalError("unknown name " + v);
+}
+
+std::uint16_t budget_index(const StudyFrame& f, manifest::BudgetKind kind, double value) {
+  for (std::size_t i = 0; i < f.budgets.size(); ++i)
+    if (f.budgets[i].kind == kind && f.budgets[i].value == value)
+      return static_cast<std::uint16_t>(i);
+  throw InternalError("certification candidate " + manifest::format_number(value) +
+                      " is not a budget of the expansion");
+}
+
+struct Request {
+  std::uint32_t unit;
+  std::uint32_t task;
+  std::int64_t instance;
+};
+
+Value finite(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
+
+}  // namespace
+
+Certification compute_certification(const AnalysisContext& ctx) {
+  const StudyFrame& f = ctx.frame;
+  const manifest::Manifest& m = f.manifest();
+  Certification out;
+  std::int64_t expected_task_rows = 0;
+  for (const auto& block : m.certifications)
+    expected_task_rows += static_cast<std::int64_t>(
+        m.find_grid(block.grid)->models.size() * m.find_benchmark(block.benchmark)->tasks.size());
+  out.task_family =
+      resolve_family(ctx.families, ctx.alpha, "certification_task_risk", "certification_task_risk",
+                     {"model", "method", "task"}, expected_task_rows);
+  out.per_block_family = !out.task_family.declared;
+  if (out.per_block_family)
+    out.task_family.note =
+        "not declared in the manifest: each (block, model) is its own family of its tasks "
+        "(m = the block's number of tasks)";
+
+  for (std::size_t bi = 0; bi < m.certifications.size(); ++bi) {
+    const auto& block = m.certifications[bi];
+    const manifest::Grid* grid = m.find_grid(block.grid);
+    const manifest::MethodConfig* method_cfg = m.find_method(block.method);
+    const auto method = static_cast<std::int16_t>(method_cfg - m.methods.data());
+    const std::uint8_t protocol = index_in(manifest::kProtocols, block.protocol);
+    const std::uint8_t backend = index_in(manifest::kBackends, block.backend);
+    const auto bench =
+        static_cast<std::uint16_t>(m.find_benchmark(block.benchmark) - m.benchmarks.data());
+    const bool threshold =
+        methods::find_method(method_cfg->method)->axis == methods::BudgetAxis::threshold;
+    const manifest::BudgetKind kind = threshold
+                                          ? manifest::BudgetKind::threshold
+                                          : (*grid->ratio_kind == manifest::RatioKind::compression
+                                                 ? manifest::BudgetKind::compression
+                                                 : manifest::BudgetKind::retention);
+    std::vector<std::uint16_t> budgets;
+    for (double v : block.candidates) budgets.push_back(budget_index(f, kind, v));
+    const std::uint16_t none = budget_index(f, manifest::BudgetKind::none, 0.0);
+
+    for (const auto& model_name : grid->models) {
+      const auto model = static_cast<std::uint16_t>(
+          std::find_if(m.models.begin(), m.models.end(),
+                       [&](const manifest::Model& x) { return x.name == model_name; }) -
+          m.models.begin());
+      CertificationRun run;
+      run.block = bi;
+      run.model = model;
+      run.benchmark = block.benchmark;
+      run.method = block.method;
+      run.protocol = block.protocol;
+      run.backend = block.backend;
+      run.candidates = block.candidates;
+      for (double v : block.candidates)
+        run.candidate_ids.push_back(block.method + "@" + manifest::format_number(v));
+
+      // The split's requests, ordered by (task, instance).
+      std::vector<Request> calibration, test;
+      const auto& units = ctx.frame.study->expansion.units;
+      for (std::uint32_t ui = 0; ui < units.size(); ++ui) {
+        const auto& u = units[ui];
+        if (u.model != model || u.benchmark != bench || u.backend != backend) continue;
+        if (u.split == manifest::Split::none) continue;
+        const auto full = ctx.lookup.cell(ui, -1, none, protocol);
+        if (!full) continue;
+        const FrameCell& fc = f.cells[*full];
+        (u.split == manifest::Split::calibration ? calibration : test)
+            .push_back(Request{ui, fc.task, u.instance});
+      }
+      auto by_task = [](const Request& a, const Request& b) {
+        return a.task != b.task ? a.task < b.task : a.instance < b.instance;
+      };
+      std::sort(calibration.begin(), calibration.end(), by_task);
+      std::sort(test.begin(), test.end(), by_task);
+      run.calibration_planned = static_cast<std::int64_t>(calibration.size());
+      run.test_planned = static_cast<std::int64_t>(test.size());
+
+      stats::CertificationInput input;
+      input.name = block.name + "/" + model_name;
+      input.contract = stats::Contract{block.tau, block.epsilon, block.delta};
+      input.task_alpha = out.task_family.alpha;
+      input.task_family_name =
+          out.per_block_family ? "certification_task_risk:" + block.name : out.task_family.name;
+      input.candidates.resize(block.candidates.size());
+      for (std::size_t j = 0; j < block.candidates.size(); ++j)
+        input.candidates[j].id = run.candidate_ids[j];
+      std::vector<double> realised_sum(block.candidates.size(), 0);
+      std::vector<std::int64_t> realised_n(block.candidates.size(), 0);
+
+      // Fills the violation vectors of one split; returns false for a request that leaves n.
+      auto add_request = [&](const Request& rq, bool is_calibration) {
+        const FrameCell& full = f.cells[*ctx.lookup.cell(rq.unit, -1, none, protocol)];
+        if (full.state == CellState::excluded) {
+          ++(is_calibration ? run.calibration_excluded : run.test_excluded);
+          return;
+        }
+        for (std::size_t j = 0; j < budgets.size(); ++j) {
+          const auto ci = ctx.lookup.cell(rq.unit, method, budgets[j], protocol);
+          const FrameCell* cand = ci ? &f.cells[*ci] : nullptr;
+          std::uint8_t v = 1;
+          if (cand != nullptr && full.state == CellState::ok && cand->state == CellState::ok) {
+            v = (full.score - cand->score > block.tau) ? 1 : 0;
+            if (is_calibration && std::isfinite(cand->realised_retention)) {
+              realised_sum[j] += cand->realised_retention;
+              ++realised_n[j];
+            }
+          } else {
+            run.partial = true;
+            ++(is_calibration ? run.calibration_imputed : run.test_imputed);
+          }
+          (is_calibration ? input.candidates[j].calibration_violations
+                          : input.candidates[j].test_violations)
+              .push_back(v);
+        }
+        if (!is_calibration) input.test_tasks.push_back(f.tasks[rq.task].name);
+      };
+      for (const auto& rq : calibration) add_request(rq, true);
+      for (const auto& rq : test) add_request(rq, false);
+
+      run.retention_source = threshold ? "realised (mean kept_bytes/full_bytes)" : "declared";
+      for (std::size_t j = 0; j < block.candidates.size(); ++j) {
+        const double v = block.candidates[j];
+        if (kind == manifest::BudgetKind::retention)
+          run.retention.push_back(v);
+        else if (kind == manifest::BudgetKind::compression)
+          run.retention.push_back(1 - v);
+        else
+          run.retention.push_back(realised_n[j] > 0
+                                      ? realised_sum[j] / static_cast<double>(realised_n[j])
+                                      : std::nan(""));
+        std::int64_t tv = 0;
+        for (auto x : input.candidates[j].test_violations) tv += x;
+        run.test_violations.push_back(tv);
+      }
+
+      if (input.candidates.empty() || input.candidates[0].calibration_violations.empty()) {
+        run.computed = false;
+        run.not_computed_reason = "no usable calibration request";
+        out.runs.push_back(std::move(run));
+        continue;
+      }
+      run.result = stats::certify(input);
+      run.computed = true;
+      if (run.result.selected_test) {
+        if (out.per_block_family) {
+          run.task_risk = run.result.selected_test->per_task;
+        } else {
+          const stats::Family fam = out.task_family.family();
+          for (const auto& tr : run.result.selected_test->per_task) {
+            stats::TaskRisk r = tr;
+            if (r.requests > 0) {
+              r.interval = stats::clopper_pearson_interval(r.violations, r.requests,
+                                                           out.task_family.alpha, fam);
+              r.lower_bound_exceeds_epsilon = r.interval.lower > block.epsilon;
+            }
+            run.task_risk.push_back(r);
+          }
+        }
+      }
+      out.runs.push_back(std::move(run));
+    }
+  }
+  return out;
+}
+
+std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certification& cert) {
+  const manifest::Manifest& m = ctx.frame.manifest();
+  std::vector<Table> out;
+  {
+    Table t;
+    t.id = "certification";
+    t.title = "Risk certification (fixed-sequence Learn-then-Test)";
+    t.description =
+        "Per preregistered block and model: n calibration requests; K* = the largest violation "
+        "count that certifies (p = P{Bin(n, ε) ≤ K} ≤ δ); the selected policy (the last "
+        "candidate certified before the first failure, or full KV) and the plug-in rule's choice "
+        "(the most aggressive candidate with calibration risk ≤ ε, no guarantee) beside it; both "
+        "evaluated on the test split. The guarantee: with probability ≥ 1 − δ over the "
+        "calibration draw, the selected policy's population violation rate is ≤ ε. Missing or "
+        "failed cells count as violations (partial rows).";
+    for (const char* name : {"block", "model", "method", "benchmark"})
+      t.add_column(name, ColumnType::text);
+    t.add_column("tau", ColumnType::real, 2, true, "τ");
+    t.add_column("epsilon", ColumnType::real, 3, true, "ε");
+    t.add_column("delta", ColumnType::real, 3, true, "δ");
+    t.add_column("n", ColumnType::integer);
+    t.add_column("violation_cap", ColumnType::integer, 0, false);
+    t.add_column("k_star", ColumnType::integer, 0, true, "K*");
+    t.add_column("certified", ColumnType::integer, 0, false);
+    t.add_column("selected", ColumnType::text);
+    t.add_column("selected_k", ColumnType::integer, 0, true, "K sel.");
+    t.add_column("plug_in", ColumnType::text, 0, true, "plug-in");
+    t.add_column("test_n", ColumnType::integer, 0, false);
+    t.add_column("test_violations", ColumnType::integer, 0, false);
+    t.add_column("test_risk", ColumnType::real, 4, true, "test risk");
+    t.add_column("plug_in_test_risk", ColumnType::real, 4, true, "plug-in test");
+    t.add_column("tasks_flagged", ColumnType::integer, 0, true, "tasks > ε");
+    t.add_column("calibration_excluded", ColumnType::integer, 0, false);
+    t.add_column("calibration_imputed", ColumnType::integer, 0, false);
+    t.add_column("note", ColumnType::text, 0, false);
+    t.partial_column = static_cast<int>(t.add_column("partial", ColumnType::flag, 0, false));
+    for (const auto& run : cert.runs) {
+      const auto& block = m.certifications[run.block];
+      std::vector<Value> row{block.name, ctx.label(Dim::model, run.model),
+                             run.method, run.benchmark,
+                             block.tau,  block.epsilon,
+                             block.delta};
+      if (!run.computed) {
+        row.insert(row.end(), {std::int64_t{0}, Value{}, Value{}, Value{}, std::string("—"),
+                               Value{}, std::string("—"), Value{}, Value{}, Value{}, Value{},
+                               Value{}, Value{}, run.calibration_excluded, run.calibration_imputed,
+                               run.not_computed_reason, run.partial});
+        t.rows.push_back(std::move(row));
+        continue;
+      }
+      const auto& r = run.result;
+      std::int64_t certified = 0;
+      for (const auto& c : r.candidates) certified += c.certified ? 1 : 0;
+      const std::int64_t selected_k = r.selected ? r.candidates[*r.selected].violations : 0;
+      const auto& st = r.selected_test;
+      const auto& pt = r.plug_in_test;
+      row.insert(row.end(),
+                 {r.n, r.violation_cap, r.k_star, certified, r.selected_policy, selected_k,
+                  r.plug_in_policy, st ? Value{st->requests} : Value{},
+                  st ? Value{st->violations} : Value{}, st ? Value{st->empirical_risk} : Value{},
+                  pt ? Value{pt->empirical_risk} : Value{},
+                  st ? Value{static_cast<std::int64_t>(std::count_if(
+                           run.task_risk.begin(), run.task_risk.end(),
+                           [](const stats::TaskRisk& x) { return x.lower_bound_exceeds_epsilon; }))}
+                     : Value{},
+                  run.calibration_excluded, run.calibration_imputed, std::string(), run.partial});
+      t.rows.push_back(std::move(row));
+    }
+    t.add_attribute("p_value", "P{Bin(n, eps) <= K} if K <= floor(n eps) - 1, else 1");
+    t.add_attribute("procedure",
+                    "fixed-sequence: certify while p <= delta, stop at the first "
+                    "failure; full KV when the first candidate fails");
+    t.add_attribute("plug_in", "most aggressive candidate with K/n <= eps (no guarantee)");
+    out.push_back(std::move(t));
+  }
+  {
+    Table t;
+    t.id = "certification_candidates";
+    t.title = "Certification candidates in preregistered order";
+    t.description =
+        "Every candidate of every (block, model): calibration violations K_j, empirical risk "
+        "K_j/n, the p-value p_j, whether the fixed sequence reached it (tested) and certified it, "
+        "and its test-split violations (descriptive).";
+    for (const char* name : {"block", "model"}) t.add_column(name, ColumnType::text);
+    t.add_column("order", ColumnType::integer);
+    t.add_column("candidate", ColumnType::text);
+    t.add_column("retention", ColumnType::real, 3);
+    t.add_column("k", ColumnType::integer, 0, true, "K_j");
+    t.add_column("calibration_risk", ColumnType::real, 4, true, "cal. risk");
+    t.add_column("p_value", ColumnType::pvalue, 4, true, "p_j");
+    t.add_column("tested", ColumnType::flag);
+    t.add_column("certified", ColumnType::flag);
+    t.add_column("test_violations", ColumnType::integer, 0, false);
+    t.add_column("test_risk", ColumnType::real, 4, true, "test risk");
+    t.partial_column = static_cast<int>(t.add_column("partial", ColumnType::flag, 0, false));
+    for (const auto& run : cert.runs) {
+      if (!run.computed) continue;
+      const auto& block = m.certifications[run.block];
+      const std::int64_t test_n = run.result.selected_test ? run.result.selected_test->requests : 0;
+      for (std::size_t j = 0; j < run.result.candidates.size(); ++j) {
+        const auto& c = run.result.candidates[j];
+        t.rows.push_back(
+            {block.name, ctx.label(Dim::model, run.model), static_cast<std::int64_t>(j + 1), c.id,
+             finite(run.retention[j]), c.violations, c.empirical_risk, c.p_value, c.tested,
+             c.certified, run.test_violations[j],
+             test_n > 0
+                 ? Value{static_cast<double>(run.test_violations[j]) / static_cast<double>(test_n)}
+                 : Value{},
+             run.partial});
+      }
+    }
+    t.markdown_row_limit = 80;
+    out.push_back(std::move(t));
+  }
+  {
+    Table t;
+    t.id = "certification_task_risk";
+    t.title = "Per-task test risk of the selected policy";
+    t.description =
+        "Test-split violations of the selected policy per task with a two-sided Clopper–Pearson "
+        "interval at 1 − α/m over the family; flagged when the lower bound exceeds ε: the "
+        "aggregate certificate is not a per-task guarantee.";
+    for (const char* name : {"block", "model", "policy", "task"})
+      t.add_column(name, ColumnType::text);
+    t.add_column("violations", ColumnType::integer);
+    t.add_column("n", ColumnType::integer);
+    t.add_column("risk", ColumnType::real, 3);
+    t.add_column("lower", ColumnType::real, 3);
+    t.add_column("upper", ColumnType::real, 3);
+    t.add_column("family", ColumnType::text, 0, false);
+    t.add_column("m", ColumnType::integer, 0, false);
+    t.add_column("exceeds_epsilon", ColumnType::flag, 0, true, "> ε");
+    t.partial_column = static_cast<int>(t.add_column("partial", ColumnType::flag, 0, false));
+    for (const auto& run : cert.runs) {
+      if (!run.computed || !run.result.selected_test) continue;
+      const auto& block = m.certifications[run.block];
+      for (const auto& tr : run.task_risk) {
+        t.rows.push_back({block.name, ctx.label(Dim::model, run.model), run.result.selected_policy,
+                          tr.task, tr.violations, tr.requests,
+                          tr.requests > 0 ? Value{tr.interval.estimate} : Value{},
+                          tr.requests > 0 ? Value{tr.interval.lower} : Value{},
+                          tr.requests > 0 ? Value{tr.interval.upper} : Value{}, tr.interval.family,
+                          static_cast<std::int64_t>(tr.interval.m), tr.lower_bound_exceeds_epsilon,
+                          run.partial});
+      }
+    }
+    if (cert.per_block_family) {
+      t.add_attribute("family",
+                      "certification_task_risk:<block> (per table: one per block and "
+                      "model, over its tasks)");
+      t.add_attribute("family_declared", "false");
+      t.add_attribute("m", "the block's number of tasks (column m)");
+      t.add_attribute("alpha", format_exact(cert.task_family.alpha));
+      t.add_attribute("family_note", cert.task_family.note);
+    } else {
+      add_family_attributes(t, cert.task_family);
+    }
+    t.markdown_row_limit = 80;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace kvaudit::reduce

@@ -1,0 +1,113 @@
+// A synthetic study with planted effects, written the way a real one is: a manifest, the
+// preregistration lock through the plan code path (load_manifest → expand → summarize →
+// write_prereg), and HDF5 shards through ShardWriter, one shard per simulated rank. The reduce
+// tests check that `kvaudit reduce` recovers the planted truth.
+//
+// Utilities (0/1; the "fractional" benchmark averages two such draws), for unit (model, backend,
+// task, instance) and latent uniforms v (per model, task, instance; shared by backends and
+// protocols) and w_k (per method, model, task, instance; shared by budgets, protocols, backends):
+//   U_full            = 1{v < p_full(model, backend)},     p_full = base(model) − shift·[eager]
+//   U_k(r, protocol)  = U_full · (1 − 1{w_k < λ_k(r, protocol)}),
+//   λ_k(r, protocol)  = clamp(slope_k · r + gap_k · [query-agnostic], 0, 1)   (r = compression)
+// so that, exactly in expectation:
+//   accuracy          E U_k        = p_full · (1 − λ_k)
+//   protocol gap      E Δ_k(r)     = p_full · gap_k                      (λ_aware + gap_k ≤ 1)
+//   method − baseline E Δ          = p_full · (λ_baseline − λ_k)
+//   backend confound  E Δ_full     = p_full(sdpa) − p_full(eager) = shift
+//   certification     P(violation) = p_full · λ_k(r, protocol)           (τ < 1, 0/1 utilities)
+// and violations are nested across candidates (the same w_k). Planted methods: snapkv (small
+// slope, gap 0.25: the query-aware favourite that collapses without the question), keydiff
+// (gap 0: beats the best trivial baseline under both protocols), streaming_llm (the best baseline),
+// knorm, random; in the acceptance preset also tova, expected_attention, h2o (observed_attention)
+// and adakv(snapkv).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace kvaudit::reduce::testing {
+
+struct PlantedMethod {
+  std::string name;    // configuration name
+  std::string method;  // catalogue id
+  std::string extra;   // extra TOML lines of its [methods.NAME] table
+  double slope = 0;    // λ grows by slope per unit of compression
+  double gap = 0;      // extra λ under query-agnostic
+};
+
+struct SyntheticConfig {
+  std::string name = "synthetic";
+  std::uint64_t seed = 11;
+  std::vector<std::string> models = {"model-a", "model-b"};
+  std::vector<double> base = {0.85, 0.80};  // p_full under sdpa, per model
+  double backend_shift = 0.10;              // p_full(sdpa) − p_full(eager)
+  std::vector<std::string> tasks = {"cwe",           "fwe",           "niah_multikey_1",
+                                    "niah_single_1", "niah_single_2", "vt"};
+  std::int64_t instances = 40;  // per task
+  std::vector<double> compression = {0.25, 0.5, 0.75};
+  std::vector<std::string> backends = {"eager", "sdpa"};
+  std::vector<PlantedMethod> methods;  // empty: default_methods()
+  // A second benchmark with fractional utilities (mean of two draws); 0 tasks: none.
+  std::vector<std::string> fractional_tasks;
+  std::int64_t fractional_instances = 0;
+  // Backend-confound grid: every method at one compression, query-aware, both backends (the
+  // main grid then runs sdpa only). Off: the main grid uses `backends`.
+  bool separate_confound_grid = false;
+  // Certification blocks on the first benchmark (sdpa, query-agnostic, candidates = compression).
+  std::vector<std::string> certified_methods = {"keydiff", "snapkv"};
+  double tau = 0.1, epsilon = 0.1, delta = 0.1;
+  std::int64_t calibration = 15, test = 15;  // per task
+  bool declare_families = true;              // declare a protocol_gap and a task-risk family
+  std::int64_t bootstrap_resamples = 2000;
+  int ranks = 3;  // shards (round-robin over units)
+  std::size_t flush_every = 256;
+  // Faults: excluded units (tokenizer check) as "model/task/instance", all backends; failed cells
+  // (status oom) for a fraction of one method's cells; records to leave out (missing).
+  std::set<std::string> excluded_units;
+  std::string oom_method;  // "" = none
+  double oom_fraction = 0;
+  std::string drop_method;  // "" = none: drop the records of this method ...
+  std::string drop_model;   // ... on this model (all its cells)
+};
+
+// The five methods of the small study.
+std::vector<PlantedMethod> default_methods();
+// cfg.methods, or default_methods() when it is empty.
+const std::vector<PlantedMethod>& methods_of(const SyntheticConfig& cfg);
+// The acceptance preset (≈185,000 records; see make_synthetic_study.cpp).
+SyntheticConfig acceptance_config();
+
+struct SyntheticStudy {
+  std::filesystem::path manifest_file;
+  std::filesystem::path results_dir;
+  std::string manifest_sha256;
+  std::size_t records_written = 0;
+  std::size_t cells_expected = 0;
+};
+
+// Writes <dir>/manifest.toml, placeholder model files, <dir>/results/prereg.json and the shards.
+// `dir` must not contain a previous study.
+SyntheticStudy write_synthetic_study(const std::filesystem::path& dir, const SyntheticConfig& cfg);
+
+// The manifest text the generator writes.
+std::string synthetic_manifest(const SyntheticConfig& cfg);
+
+// Planted truth (see the header comment).
+double p_full(const SyntheticConfig& cfg, std::size_t model, const std::string& backend);
+double lambda(const PlantedMethod& m, double compression, bool agnostic);
+const PlantedMethod& planted(const SyntheticConfig& cfg, const std::string& name);
+
+// The utilities the generator records, recomputed (for exact checks of counts).
+double synthetic_full_utility(const SyntheticConfig& cfg, std::size_t model,
+                              const std::string& backend, bool fractional, std::uint32_t task,
+                              std::int64_t instance);
+double synthetic_method_utility(const SyntheticConfig& cfg, std::size_t model,
+                                const std::string& backend, bool fractional, std::uint32_t task,
+                                std::int64_t instance, std::size_t method, double compression,
+                                bool agnostic);
+
+}  // namespace kvaudit::reduce::testing

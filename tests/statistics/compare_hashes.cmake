@@ -1,0 +1,18 @@
+# Compares the combined replicate hashes written by mpi_bootstrap_check for each rank count
+# (DIR/hash_<ranks>.txt for every entry of the comma-separated RANKS); fails when one is missing or differs.
+string(REPLACE "," ";" RANKS "${RANKS}")
+set(reference "")
+foreach(ranks IN LISTS RANKS)
+  set(file "${DIR}/hash_${ranks}.txt")
+  if(NOT EXISTS "${file}")
+    message(FATAL_ERROR "${file} is missing: the run with ${ranks} ranks did not finish")
+  endif()
+  file(READ "${file}" hash)
+  string(STRIP "${hash}" hash)
+  message(STATUS "${ranks} ranks: ${hash}")
+  if(reference STREQUAL "")
+    set(reference "${hash}")
+  elseif(NOT hash STREQUAL reference)
+    message(FATAL_ERROR "replicate hash with ${ranks} ranks (${hash}) differs from ${reference}")
+  endif()
+endforeach()
