@@ -38,7 +38,7 @@ struct AttentionProblem {
 };
 
 // A unit of work: the query heads of one KV head's GQA group, query rows [row_begin, row_end).
-// The group's heads share the task's keys (transposed once per task).
+// The group's heads read the same keys (the cache's key panels, key_panels.h).
 struct AttentionTask {
   int kv_head = 0;
   std::size_t row_begin = 0;
@@ -81,7 +81,8 @@ void sdpa_attention_task(const AttentionProblem& problem, const AttentionTask& t
                          std::size_t key_block, std::span<float> out, std::vector<float>& scratch);
 
 // Whole problems, tasks spread over OpenMP threads. eager: query_chunk rows per task (the result
-// does not depend on it); sdpa: key_block keys per online-softmax step.
+// does not depend on it); sdpa: key_block keys per online-softmax step (rounded up to whole key
+// panels of kKeyPanel keys).
 void attention_eager(const AttentionProblem& problem, std::size_t query_chunk,
                      std::span<float> out);
 void attention_sdpa(const AttentionProblem& problem, std::size_t key_block, std::span<float> out);

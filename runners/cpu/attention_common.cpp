@@ -4,6 +4,7 @@
 #include <string>
 
 #include "runners/cpu/attention.h"
+#include "runners/cpu/key_panels.h"
 #include "runners/cpu/shape_check.h"
 
 namespace kvaudit::cpu {
@@ -26,6 +27,9 @@ void validate_attention_problem(const AttentionProblem& problem, std::span<const
                  "attention: keys");
     require_size(head.values, head.size() * static_cast<std::size_t>(problem.head_dim),
                  "attention: values");
+    require_size(head.key_panels,
+                 key_panel_floats(head.size(), static_cast<std::size_t>(problem.head_dim)),
+                 "attention: key_panels");
   }
 }
 

@@ -3,11 +3,11 @@
 //   masked keys (position > query) are excluded  (HF adds finfo.min; exp gives exactly 0)
 //   p_j = [exp(s_j − max) / Σ exp(s − max)]      (fp32 softmax of the upcast scores, → bf16)
 //   out = [Σ_j p_j · v_j]                        (fp32 accumulation, → bf16)
-// A task (one KV head's query heads, a chunk of query rows) transposes its keys once, then takes
-// (row, head) pairs four at a time (attention.h AttentionTile): scores of the tile (one row of keys
-// per pair, so memory is bounded by the chunk), the softmax of each pair over its own visible
-// prefix, then the weighted value sum. Each element is summed in a fixed order
-// (attention_math.h), so results do not depend on the chunk size or on how pairs are tiled.
+// A task (one KV head's query heads, a chunk of query rows) takes (row, head) pairs four at a time
+// (attention.h AttentionTile): scores of the tile (one row of keys per pair, so memory is bounded
+// by the chunk), the softmax of each pair over its own visible prefix, then the weighted value sum.
+// Each element is summed in a fixed order (attention_math.h), so results do not depend on the chunk
+// size or on how pairs are tiled.
 #include <algorithm>
 #include <cstddef>
 
@@ -31,12 +31,10 @@ void eager_attention_task(const AttentionProblem& problem, const AttentionTask& 
     task_keys = std::max(task_keys, visible_prefix(kv.positions, problem.query_positions[row]));
   }
   const std::size_t stride = padded_key_count(task_keys);
-  // scratch: keys_t [dim, stride], scores [kTile, stride], accumulators [kTile, dim]
-  scratch.resize(dim * stride + kTile * stride + kTile * dim);
-  float* keys_t = scratch.data();
-  float* scores = keys_t + dim * stride;
+  // scratch: scores [kTile, stride], accumulators [kTile, dim]
+  scratch.resize(kTile * stride + kTile * dim);
+  float* scores = scratch.data();
   float* accumulators = scores + kTile * stride;
-  transpose_keys(kv.keys.data(), task_keys, dim, keys_t);
 
   for (const AttentionTile& tile : attention_tiles(problem, task)) {
     std::size_t visible[kTile] = {};
@@ -48,7 +46,8 @@ void eager_attention_task(const AttentionProblem& problem, const AttentionTask& 
     }
     const float* queries = problem.queries.data() + (tile.row[0] * heads + tile.head[0]) * dim;
     if (most > 0) {
-      score_tile(queries, tile.query_stride, tile.count, keys_t, stride, most, dim, scores, stride);
+      score_tile(queries, tile.query_stride, tile.count, kv.key_panels.data(), 0, most, dim, scores,
+                 stride);
     }
     for (std::size_t i = 0; i < tile.count; ++i) {
       eager_probabilities(scores + i * stride, visible[i], problem.scale, bf16);

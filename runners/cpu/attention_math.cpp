@@ -34,22 +34,23 @@ KVAUDIT_INLINE Vec load(const float* p) {
 }
 KVAUDIT_INLINE void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 
-// Two blocks of 16 keys per step (kScoreBlock = 32) × Rows query rows = 2·Rows independent
-// accumulators, each a sum over e in order.
+// One key panel (2 × 16 keys) per step × Rows query rows = 2·Rows independent accumulators, each
+// a sum over e in order.
 template <std::size_t Rows>
-KVAUDIT_INLINE void score_rows(const float* queries, std::size_t query_stride, const float* keys_t,
-                               std::size_t stride, std::size_t columns, std::size_t dim,
-                               float* scores, std::size_t score_stride) {
-  static_assert(kScoreBlock == 2 * kLanes);
+KVAUDIT_INLINE void score_rows(const float* queries, std::size_t query_stride,
+                               const float* key_panels, std::size_t first_key, std::size_t columns,
+                               std::size_t dim, float* scores, std::size_t score_stride) {
+  static_assert(kKeyPanel == 2 * kLanes);
   const float* q0 = queries;
   const float* q1 = queries + (Rows > 1 ? query_stride : 0);
   const float* q2 = queries + (Rows > 2 ? 2 * query_stride : 0);
   const float* q3 = queries + (Rows > 3 ? 3 * query_stride : 0);
-  for (std::size_t j0 = 0; j0 < columns; j0 += kScoreBlock) {
+  for (std::size_t j0 = 0; j0 < columns; j0 += kKeyPanel) {
+    const float* panel = key_panels + (first_key + j0) / kKeyPanel * dim * kKeyPanel;
     Vec a0{}, b0{}, a1{}, b1{}, a2{}, b2{}, a3{}, b3{};
     for (std::size_t e = 0; e < dim; ++e) {
-      const Vec ka = load(keys_t + e * stride + j0);
-      const Vec kb = load(keys_t + e * stride + j0 + kLanes);
+      const Vec ka = load(panel + e * kKeyPanel);
+      const Vec kb = load(panel + e * kKeyPanel + kLanes);
       a0 += q0[e] * ka;
       b0 += q0[e] * kb;
       if constexpr (Rows > 1) {
@@ -247,34 +248,25 @@ float online_softmax_block(float* scores, std::size_t count, float scale_log2, b
 }
 
 std::size_t padded_key_count(std::size_t count) {
-  return (count + kScoreBlock - 1) / kScoreBlock * kScoreBlock;
-}
-
-void transpose_keys(const float* keys, std::size_t count, std::size_t dim, float* keys_t) {
-  const std::size_t stride = padded_key_count(count);
-  for (std::size_t e = 0; e < dim; ++e) {
-    float* row = keys_t + e * stride;
-    for (std::size_t j = 0; j < count; ++j) row[j] = keys[j * dim + e];
-    std::fill(row + count, row + stride, 0.0f);
-  }
+  return (count + kKeyPanel - 1) / kKeyPanel * kKeyPanel;
 }
 
 KVAUDIT_VECTOR_CLONES
 void score_tile(const float* queries, std::size_t query_stride, std::size_t rows,
-                const float* keys_t, std::size_t keys_t_stride, std::size_t columns,
+                const float* key_panels, std::size_t first_key, std::size_t columns,
                 std::size_t dim, float* scores, std::size_t score_stride) {
   switch (rows) {
     case 1:
-      return score_rows<1>(queries, query_stride, keys_t, keys_t_stride, columns, dim, scores,
+      return score_rows<1>(queries, query_stride, key_panels, first_key, columns, dim, scores,
                            score_stride);
     case 2:
-      return score_rows<2>(queries, query_stride, keys_t, keys_t_stride, columns, dim, scores,
+      return score_rows<2>(queries, query_stride, key_panels, first_key, columns, dim, scores,
                            score_stride);
     case 3:
-      return score_rows<3>(queries, query_stride, keys_t, keys_t_stride, columns, dim, scores,
+      return score_rows<3>(queries, query_stride, key_panels, first_key, columns, dim, scores,
                            score_stride);
     default:
-      return score_rows<4>(queries, query_stride, keys_t, keys_t_stride, columns, dim, scores,
+      return score_rows<4>(queries, query_stride, key_panels, first_key, columns, dim, scores,
                            score_stride);
   }
 }

@@ -10,19 +10,19 @@
 
 #include <cstddef>
 
+#include "runners/cpu/key_panels.h"
+
 namespace kvaudit::cpu {
 
-// Keys in the layout the score kernel wants: keys [count, dim] → keys_t [dim, stride] with
-// stride = round_up(count, kScoreBlock); the padding columns are zero.
-inline constexpr std::size_t kScoreBlock = 32;
+// Score buffers are padded to whole key panels (key_panels.h).
 std::size_t padded_key_count(std::size_t count);
-void transpose_keys(const float* keys, std::size_t count, std::size_t dim, float* keys_t);
 
-// scores[r·score_stride + j] = Σ_e queries[r·query_stride + e] · keys_t[e·keys_t_stride + j]
-// for r < rows (1 ≤ rows ≤ 4) and j < padded_key_count(columns) (keys_t_stride and score_stride
-// must be at least that). Summation over e in order.
+// scores[r·score_stride + j] = Σ_e queries[r·query_stride + e] · key(first_key + j)[e]
+// for r < rows (1 ≤ rows ≤ 4) and j < padded_key_count(columns), keys read from `key_panels`
+// (key_panels.h layout; first_key a multiple of kKeyPanel; lanes past the last key give 0 or
+// unused values). score_stride ≥ padded_key_count(columns). Summation over e in order.
 void score_tile(const float* queries, std::size_t query_stride, std::size_t rows,
-                const float* keys_t, std::size_t keys_t_stride, std::size_t columns,
+                const float* key_panels, std::size_t first_key, std::size_t columns,
                 std::size_t dim, float* scores, std::size_t score_stride);
 
 // accumulators[r·accumulator_stride + d] += Σ_{j ∈ [begin, end)} weights[r·weight_stride + j] ·

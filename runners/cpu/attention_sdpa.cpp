@@ -5,9 +5,9 @@
 //   m' = max(m, max_j s_j);  c = scale·log2(e);  α = exp2(m·c − m'·c)
 //   p_j = exp2(s_j·c − m'·c);  l = α·l + Σ_j p_j (fp32 p);  acc = α·acc + Σ_j [p_j]·v_j
 //   out = [acc / l]
-// A task (one KV head's query heads, a chunk of rows) walks the key blocks once, transposing each
-// block once, and updates its (row, head) pairs four at a time (attention.h AttentionTile); each
-// pair's sequence of block updates is the same however pairs are grouped.
+// A task (one KV head's query heads, a chunk of rows) walks the key blocks (whole key panels,
+// key_panels.h) once and updates its (row, head) pairs four at a time (attention.h AttentionTile);
+// each pair's sequence of block updates is the same however pairs are grouped.
 #include <algorithm>
 #include <cstddef>
 #include <limits>
@@ -28,15 +28,14 @@ void sdpa_attention_task(const AttentionProblem& problem, const AttentionTask& t
   const KvHeadView& kv = problem.kv_heads[static_cast<std::size_t>(task.kv_head)];
   const bool bf16 = problem.rounding == Rounding::bf16;
   const float scale_log2 = problem.scale * std::numbers::log2e_v<float>;
-  key_block = std::max<std::size_t>(key_block, 1);
+  key_block = padded_key_count(std::max<std::size_t>(key_block, 1));  // whole key panels
   if (task.row_end <= task.row_begin) return;
   const std::size_t pairs = (task.row_end - task.row_begin) * group;
 
   const std::size_t stride = padded_key_count(key_block);
-  // scratch: keys_t [dim, stride], scores [kTile, stride], per pair: max, sum, accumulator [dim]
-  scratch.resize(dim * stride + kTile * stride + pairs * (2 + dim));
-  float* keys_t = scratch.data();
-  float* scores = keys_t + dim * stride;
+  // scratch: scores [kTile, stride], per pair: max, sum, accumulator [dim]
+  scratch.resize(kTile * stride + pairs * (2 + dim));
+  float* scores = scratch.data();
   float* running_max = scores + kTile * stride;
   float* running_sum = running_max + pairs;
   float* accumulators = running_sum + pairs;
@@ -54,7 +53,6 @@ void sdpa_attention_task(const AttentionProblem& problem, const AttentionTask& t
 
   for (std::size_t begin = 0; begin < task_keys; begin += key_block) {
     const std::size_t count = std::min(key_block, task_keys - begin);
-    transpose_keys(kv.keys.data() + begin * dim, count, dim, keys_t);
     const float* values = kv.values.data() + begin * dim;
     for (const AttentionTile& tile : tiles) {
       std::size_t columns[kTile] = {};
@@ -67,7 +65,7 @@ void sdpa_attention_task(const AttentionProblem& problem, const AttentionTask& t
       }
       if (most == 0) continue;
       const float* queries = problem.queries.data() + (tile.row[0] * heads + tile.head[0]) * dim;
-      score_tile(queries, tile.query_stride, tile.count, keys_t, padded_key_count(count), most, dim,
+      score_tile(queries, tile.query_stride, tile.count, kv.key_panels.data(), begin, most, dim,
                  scores, stride);
       for (std::size_t i = 0; i < tile.count; ++i) {
         if (columns[i] == 0) continue;

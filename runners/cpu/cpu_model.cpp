@@ -119,6 +119,14 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
     if (tokens[i].empty()) {
       throw std::invalid_argument("forward: sequence " + std::to_string(i) + " has no tokens");
     }
+    for (std::size_t t = 0; t < tokens[i].size(); ++t) {
+      if (tokens[i][t] < 0 || tokens[i][t] >= c.vocab_size) {
+        throw std::invalid_argument("forward: sequence " + std::to_string(i) + ": token id " +
+                                    std::to_string(tokens[i][t]) + " at index " +
+                                    std::to_string(t) + " is outside the vocabulary [0, " +
+                                    std::to_string(c.vocab_size) + ")");
+      }
+    }
   }
 
   const std::size_t hidden = static_cast<std::size_t>(c.hidden_size);

@@ -45,7 +45,8 @@ struct CpuModelOptions {
   // rows). Scores are materialized for at most four (row, head) pairs at a time, so memory stays
   // bounded at any context length; the result does not depend on the chunk size.
   int eager_query_chunk = 64;
-  // sdpa: keys per online-softmax block (changes only f32 rounding).
+  // sdpa: keys per online-softmax block, rounded up to a multiple of 32 (changes only f32
+  // rounding).
   int sdpa_key_block = 256;
 };
 
@@ -55,6 +56,9 @@ class CpuModel {
   // weights.source and the tensor if one is wrong. Keeps a reference to `weights`.
   CpuModel(const model::ModelWeights& weights, AttentionBackend backend,
            CpuModelOptions options = {});
+  // The model refers to the weights, so a temporary would dangle.
+  CpuModel(model::ModelWeights&& weights, AttentionBackend backend,
+           CpuModelOptions options = {}) = delete;
 
   const model::ModelConfig& config() const { return weights_.config; }
   AttentionBackend backend() const { return backend_; }

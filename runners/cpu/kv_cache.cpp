@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runners/cpu/key_panels.h"
 #include "runners/cpu/shape_check.h"
 
 namespace kvaudit::cpu {
@@ -47,7 +48,7 @@ KvCache::HeadStore& KvCache::store(int layer, int kv_head) {
 
 KvHeadView KvCache::head(int layer, int kv_head) const {
   const HeadStore& s = store(layer, kv_head);
-  return {s.positions, s.keys, s.values};
+  return {s.positions, s.keys, s.values, s.key_panels};
 }
 
 std::size_t KvCache::kept_count(int layer, int kv_head) const {
@@ -94,13 +95,16 @@ void KvCache::append_layer(int layer, std::span<const std::int32_t> positions,
   }
   for (int h = 0; h < num_kv_heads_; ++h) {
     HeadStore& s = store(layer, h);
+    const std::size_t old_count = s.positions.size();
     s.positions.insert(s.positions.end(), positions.begin(), positions.end());
+    s.key_panels.resize(key_panel_floats(old_count + count, dim), 0.0f);
     for (std::size_t t = 0; t < count; ++t) {
       const std::size_t offset = t * row + static_cast<std::size_t>(h) * dim;
       s.keys.insert(s.keys.end(), keys.begin() + static_cast<std::ptrdiff_t>(offset),
                     keys.begin() + static_cast<std::ptrdiff_t>(offset + dim));
       s.values.insert(s.values.end(), values.begin() + static_cast<std::ptrdiff_t>(offset),
                       values.begin() + static_cast<std::ptrdiff_t>(offset + dim));
+      write_key_to_panels(s.key_panels.data(), old_count + t, keys.data() + offset, dim);
     }
   }
   appended = static_cast<std::int64_t>(count);
@@ -124,9 +128,11 @@ void KvCache::discard_uncommitted() {
     // Uncommitted entries are the trailing ones at positions ≥ original_length().
     std::size_t keep = s.positions.size();
     while (keep > 0 && s.positions[keep - 1] >= original_length_) --keep;
+    if (keep == s.positions.size()) continue;
     s.positions.resize(keep);
     s.keys.resize(keep * dim);
     s.values.resize(keep * dim);
+    s.key_panels = keys_to_panels(s.keys.data(), keep, dim);
   }
   std::fill(appended_in_step_.begin(), appended_in_step_.end(), 0);
 }
@@ -172,6 +178,7 @@ void KvCache::retain(int layer, int kv_head, std::span<const std::int32_t> keep)
   s.positions.shrink_to_fit();
   s.keys.shrink_to_fit();
   s.values.shrink_to_fit();
+  s.key_panels = keys_to_panels(s.keys.data(), keep.size(), dim);
 }
 
 }  // namespace kvaudit::cpu

@@ -4,6 +4,7 @@
 //   positions [n]            original token positions, int32, strictly ascending
 //   keys      [n, head_dim]  post-RoPE keys (as HF's cache stores them)
 //   values    [n, head_dim]
+//   key_panels the same keys in the attention kernels' layout (key_panels.h), kept in step
 // Heads are independent ("ragged"): after retain() each head may keep a different set and count,
 // which is how head-wise budgets (AdaKV and friends) become real evictions rather than masks
 // (kvaudit BRIEF §5; kvpress masks instead, reference/kvpress.md §0).
@@ -29,6 +30,7 @@ struct KvHeadView {
   std::span<const std::int32_t> positions;  // [n], strictly ascending
   std::span<const float> keys;              // [n, head_dim], post-RoPE
   std::span<const float> values;            // [n, head_dim]
+  std::span<const float> key_panels;        // the keys in key_panels.h layout (for the kernels)
   std::size_t size() const { return positions.size(); }
 };
 
@@ -76,6 +78,7 @@ class KvCache {
     std::vector<std::int32_t> positions;  // [n]
     std::vector<float> keys;              // [n, head_dim]
     std::vector<float> values;            // [n, head_dim]
+    std::vector<float> key_panels;  // [round_up(n, kKeyPanel) / kKeyPanel, head_dim, kKeyPanel]
   };
   const HeadStore& store(int layer, int kv_head) const;
   HeadStore& store(int layer, int kv_head);

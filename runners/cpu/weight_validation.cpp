@@ -37,6 +37,17 @@ void check_config(const model::ModelWeights& weights) {
     fail(weights, "head_dim (" + std::to_string(c.head_dim) + ") must be even for RoPE");
   }
   if (!(c.rms_norm_eps >= 0.0)) fail(weights, "rms_norm_eps must be non-negative");
+  if (!(c.rope.theta > 0.0)) {
+    fail(weights, "rope_theta must be positive, got " + std::to_string(c.rope.theta));
+  }
+  if (c.rope.scaling == model::RopeScalingType::llama3 &&
+      (!(c.rope.factor > 0.0) || !(c.rope.low_freq_factor > 0.0) ||
+       !(c.rope.high_freq_factor > c.rope.low_freq_factor) ||
+       c.rope.original_max_position_embeddings <= 0)) {
+    fail(weights,
+         "rope_scaling (llama3) needs factor > 0, high_freq_factor > low_freq_factor > 0 and "
+         "original_max_position_embeddings > 0");
+  }
 }
 
 void check_tensor(const model::ModelWeights& weights, const std::vector<float>& tensor,

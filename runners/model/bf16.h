@@ -1,5 +1,5 @@
-// Scalar conversions between f32 and the 16-bit float formats (bf16, IEEE f16). Header-only; used by
-// the weight readers (widening) and by the CPU backend (bf16 rounding emulation).
+// Scalar conversions between f32 and the 16-bit float formats (bf16, IEEE f16). Header-only; used
+// by the weight readers (widening) and by the CPU backend (bf16 rounding emulation).
 #pragma once
 
 #include <bit>

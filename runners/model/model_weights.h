@@ -17,18 +17,18 @@
 namespace kvaudit::model {
 
 struct LayerWeights {
-  std::vector<float> input_norm;     // [hidden]
-  std::vector<float> q_proj;         // [num_heads * head_dim, hidden]
-  std::vector<float> k_proj;         // [num_kv_heads * head_dim, hidden]
-  std::vector<float> v_proj;         // [num_kv_heads * head_dim, hidden]
-  std::vector<float> q_bias;         // [num_heads * head_dim] or empty
-  std::vector<float> k_bias;         // [num_kv_heads * head_dim] or empty
-  std::vector<float> v_bias;         // [num_kv_heads * head_dim] or empty
-  std::vector<float> o_proj;         // [hidden, num_heads * head_dim]
+  std::vector<float> input_norm;           // [hidden]
+  std::vector<float> q_proj;               // [num_heads * head_dim, hidden]
+  std::vector<float> k_proj;               // [num_kv_heads * head_dim, hidden]
+  std::vector<float> v_proj;               // [num_kv_heads * head_dim, hidden]
+  std::vector<float> q_bias;               // [num_heads * head_dim] or empty
+  std::vector<float> k_bias;               // [num_kv_heads * head_dim] or empty
+  std::vector<float> v_bias;               // [num_kv_heads * head_dim] or empty
+  std::vector<float> o_proj;               // [hidden, num_heads * head_dim]
   std::vector<float> post_attention_norm;  // [hidden]
-  std::vector<float> gate_proj;      // [intermediate, hidden]
-  std::vector<float> up_proj;        // [intermediate, hidden]
-  std::vector<float> down_proj;      // [hidden, intermediate]
+  std::vector<float> gate_proj;            // [intermediate, hidden]
+  std::vector<float> up_proj;              // [intermediate, hidden]
+  std::vector<float> down_proj;            // [hidden, intermediate]
 };
 
 struct ModelWeights {

@@ -1,7 +1,7 @@
 // kvaudit generate: two jobs under one verb.
 //  * kvaudit generate --model PATH --prompt TEXT [--backend sdpa|eager] ...: greedy generation with
-//    the CPU reference backend; prints the prompt ids, the generated ids and the text. The prompt is
-//    rendered with the model's chat template (auto-detected, or named), tokenized the way HF
+//    the CPU reference backend; prints the prompt ids, the generated ids and the text. The prompt
+//    is rendered with the model's chat template (auto-detected, or named), tokenized the way HF
 //    apply_chat_template(tokenize=True) does (no extra special tokens), prefilled once, and decoded
 //    greedily until an eos id or --max-new-tokens.
 //  * kvaudit generate ruler|longbench ...: writes benchmark instances; the generators arrive with
@@ -50,7 +50,8 @@ int generate_text(const po::variables_map& vm) {
   const auto started = std::chrono::steady_clock::now();
   const auto weights = model::load_model_weights(model_path);
   const auto tokenizer = model::load_tokenizer(model_path);
-  const auto template_kind = resolve_chat_template(vm["chat-template"].as<std::string>(), model_path);
+  const auto template_kind =
+      resolve_chat_template(vm["chat-template"].as<std::string>(), model_path);
 
   std::vector<std::int32_t> prompt_ids;
   std::string rendered;
@@ -105,8 +106,7 @@ int generate_text(const po::variables_map& vm) {
               << "): " << join_ids(output.tokens) << "\ntext:\n"
               << text << "\n";
     std::cerr << "kvaudit generate: " << seconds << " s ("
-              << std::chrono::duration<double>(loaded - started).count()
-              << " s load + prefill)\n";
+              << std::chrono::duration<double>(loaded - started).count() << " s load + prefill)\n";
   }
   return static_cast<int>(ExitCode::ok);
 }
@@ -122,14 +122,14 @@ Command generate_command() {
       "       kvaudit generate ruler|longbench ...   (benchmarks issue)";
   c.options = [](po::options_description& d, po::positional_options_description& p) {
     d.add_options()("model", po::value<std::string>(), "model: an HF directory or a .gguf file")(
-        "prompt", po::value<std::string>(), "the user message")(
-        "system", po::value<std::string>(), "an optional system message")(
+        "prompt", po::value<std::string>(), "the user message")("system", po::value<std::string>(),
+                                                                "an optional system message")(
         "backend", po::value<std::string>()->default_value("sdpa"), "attention: sdpa or eager")(
         "chat-template", po::value<std::string>()->default_value("auto"),
         "auto (the model's own), none, llama3, qwen2, mistral-v3, deepseek-r1-distill, chatml")(
         "max-new-tokens", po::value<int>()->default_value(64), "greedy tokens at most")(
-        "json", "print one JSON object instead of text")(
-        "benchmark", po::value<std::string>(), "ruler or longbench")(
+        "json", "print one JSON object instead of text")("benchmark", po::value<std::string>(),
+                                                         "ruler or longbench")(
         "args", po::value<std::vector<std::string>>(), "benchmark options");
     p.add("benchmark", 1).add("args", -1);
   };

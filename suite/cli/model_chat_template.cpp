@@ -2,9 +2,8 @@
 #include "suite/cli/model_chat_template.h"
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "runners/model/chat/chat_template_detect.h"
 #include "runners/model/formats/gguf.h"
@@ -34,8 +33,8 @@ std::optional<std::string> template_from_tokenizer_config(const std::filesystem:
   if (entry.is_string()) return entry.get<std::string>();
   if (entry.is_array()) {
     for (const auto& named : entry) {
-      if (named.is_object() && named.value("name", "") == "default" &&
-          named.contains("template") && named["template"].is_string()) {
+      if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
+          named["template"].is_string()) {
         return named["template"].get<std::string>();
       }
     }

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "runners/cpu/key_panels.h"
 #include "runners/cpu/kv_cache.h"
 #include "runners/model/bf16.h"
 #include "tests/cpu_runtime/compare.h"
@@ -34,6 +35,7 @@ struct RaggedFixture {
   bool bf16 = false;
   std::vector<std::vector<std::int32_t>> positions;  // [kv][n]
   std::vector<std::vector<float>> keys, values;      // [kv][n * head_dim]
+  std::vector<std::vector<float>> panels;            // [kv] keys in key_panels.h layout
   std::vector<float> queries;                        // [chunk, heads, head_dim]
   std::vector<std::int32_t> query_positions;         // [chunk]
   std::vector<KvHeadView> views;
@@ -62,7 +64,13 @@ struct RaggedFixture {
     query_positions.clear();
     for (int t = 0; t < chunk; ++t) query_positions.push_back(past + t);
     views.clear();
-    for (int h = 0; h < num_kv_heads; ++h) views.push_back({positions[h], keys[h], values[h]});
+    panels.clear();
+    for (int h = 0; h < num_kv_heads; ++h) {
+      panels.push_back(keys_to_panels(keys[h].data(), positions[h].size(), head_dim));
+    }
+    for (int h = 0; h < num_kv_heads; ++h) {
+      views.push_back({positions[h], keys[h], values[h], panels[h]});
+    }
   }
 
   AttentionProblem problem() const {
@@ -164,7 +172,8 @@ TEST(AttentionTest, SdpaKeyBlockOnlyChangesRounding) {
   for (std::size_t block : {1u, 7u, 64u}) {
     std::vector<float> blocked(f.queries.size());
     attention_sdpa(f.problem(), block, blocked);
-    // Rescaling by α once per block: f32 rounding grows with the number of blocks (block 1 = 200).
+    // Rescaling by α once per block: f32 rounding grows with the number of blocks (blocks are
+    // rounded up to whole key panels of 32).
     EXPECT_LE(max_relative_error(blocked, one_block), 1e-5) << "block " << block;
   }
 }
@@ -259,7 +268,9 @@ TEST(AttentionTest, GqaMapsHeadsToKvHeadsByDivision) {
   const int heads = 6, kv_heads = 2, dim = 4;
   std::vector<std::int32_t> pos = {0};
   std::vector<float> k0(dim, 0.0f), k1(dim, 0.0f), v0(dim, 1.0f), v1(dim, 2.0f);
-  std::vector<KvHeadView> views = {{pos, k0, v0}, {pos, k1, v1}};
+  const std::vector<float> p0 = keys_to_panels(k0.data(), 1, dim);
+  const std::vector<float> p1 = keys_to_panels(k1.data(), 1, dim);
+  std::vector<KvHeadView> views = {{pos, k0, v0, p0}, {pos, k1, v1, p1}};
   std::vector<float> q(heads * dim, 0.5f);
   std::vector<std::int32_t> qpos = {0};
   AttentionProblem p{heads, kv_heads, dim, 0.5f, Rounding::none, q, qpos, views};

@@ -328,6 +328,9 @@ TEST(CpuModelTest, RejectsInconsistentWeightsNamingSourceAndTensor) {
   model::ModelWeights bad_gqa = make_random_model(RandomModelSpec{});
   bad_gqa.config.num_kv_heads = 3;
   EXPECT_THROW(CpuModel(bad_gqa, AttentionBackend::sdpa), model::ModelInputError);
+  model::ModelWeights bad_rope = make_random_model(RandomModelSpec{});
+  bad_rope.config.rope.theta = 0.0;
+  EXPECT_THROW(CpuModel(bad_rope, AttentionBackend::sdpa), model::ModelInputError);
 }
 
 }  // namespace

@@ -2,10 +2,12 @@
 // the backend shift, the best-of-3 ordering, accuracies, and certification counts that match the
 // generator's own utilities exactly.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 
 #include "statistics/binomial.h"
 #include "tests/reduce/test_support.h"
@@ -16,7 +18,11 @@ namespace {
 class PlantedTruth : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const auto dir = std::filesystem::path(KVAUDIT_REDUCE_TEST_TMP) / "PlantedTruth";
+    // One directory per process: ctest runs each test of this suite as its own process, in
+    // parallel, and every one of them builds the suite's study.
+    dir_ = std::filesystem::path(KVAUDIT_REDUCE_TEST_TMP) /
+           ("PlantedTruth.pid" + std::to_string(::getpid()));
+    const auto& dir = dir_;
     std::filesystem::remove_all(dir);
     study_ = new SyntheticStudy(write_synthetic_study(dir, cfg_));
     result_ = new ReduceResult(reduce_study(options_for(*study_)));
@@ -24,6 +30,8 @@ class PlantedTruth : public ::testing::Test {
   static void TearDownTestSuite() {
     delete result_;
     delete study_;
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
   }
   static std::string label(const PairedAnalysis& a, const PairedAnalysisRow& r, Dim d) {
     const auto it = std::find(a.dims.begin(), a.dims.end(), d);
@@ -55,6 +63,7 @@ class PlantedTruth : public ::testing::Test {
                                     cfg_.models.begin());
   }
 
+  static inline std::filesystem::path dir_;
   static inline SyntheticConfig cfg_{};
   static inline SyntheticStudy* study_ = nullptr;
   static inline ReduceResult* result_ = nullptr;
