@@ -11,7 +11,7 @@ namespace kvaudit::cli {
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {plan_command(),    run_stage_command(),
                                            reduce_command(),  generate_command(),
-                                           inspect_command(), version_command()};
+                                           inspect_command(), stats_command(), version_command()};
   return all;
 }
 

@@ -30,6 +30,7 @@ Command run_stage_command();
 Command reduce_command();
 Command generate_command();
 Command inspect_command();
+Command stats_command();
 Command version_command();
 
 }  // namespace kvaudit::cli

@@ -1,0 +1,385 @@
+// kvaudit stats: a calculator for checking published certification and interval claims with the
+// same code paths that reduce uses (statistics/). Subcommands:
+//   kmax      --n N --epsilon E --delta D                 K*, K*/n, p(K*), p(K*+1)
+//   certify   --n N --epsilon E --delta D --violations K1,K2,...   fixed-sequence decision
+//   cp        --x X --n N [--alpha A] [--m M]             two-sided Clopper–Pearson at A/M
+//   cp        --x X --n N --match LOW,HIGH [--max-m M]    the M whose interval prints as LOW,HIGH
+//   bootstrap --a FILE --b FILE [--resamples B] [--seed S] paired bootstrap of mean(a − b)
+// Every subcommand prints a small table, or one JSON object with --json.
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "statistics/binomial.h"
+#include "statistics/certification.h"
+#include "statistics/clopper_pearson.h"
+#include "statistics/paired_bootstrap.h"
+#include "suite/cli/command.h"
+#include "suite/common/errors.h"
+
+namespace kvaudit::cli {
+
+namespace {
+
+template <typename T>
+T required(const po::variables_map& vm, const char* name, const std::string& sub) {
+  if (!vm.count(name)) {
+    throw InputError("stats " + sub + ": --" + std::string(name) + " is required");
+  }
+  return vm[name].as<T>();
+}
+
+std::int64_t positive_n(const po::variables_map& vm, const std::string& sub) {
+  const auto n = required<std::int64_t>(vm, "n", sub);
+  if (n <= 0)
+    throw InputError("stats " + sub + ": --n must be ≥ 1 (got " + std::to_string(n) + ")");
+  return n;
+}
+
+double open_unit(const po::variables_map& vm, const char* name, const std::string& sub) {
+  const double v = required<double>(vm, name, sub);
+  if (!(v > 0 && v < 1)) {
+    std::ostringstream msg;
+    msg << "stats " << sub << ": --" << name << " must lie in (0, 1) (got " << v << ")";
+    throw InputError(msg.str());
+  }
+  return v;
+}
+
+std::string fixed(double v, int decimals) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(decimals) << v;
+  return out.str();
+}
+
+std::string general(double v) {
+  std::ostringstream out;
+  out << std::setprecision(6) << v;
+  return out.str();
+}
+
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) parts.push_back(part);
+  return parts;
+}
+
+int kmax(const po::variables_map& vm, bool json) {
+  const auto n = positive_n(vm, "kmax");
+  const double eps = open_unit(vm, "epsilon", "kmax");
+  const double delta = open_unit(vm, "delta", "kmax");
+  const auto k = stats::max_certifiable_violations(n, eps, delta);
+  nlohmann::json j = {{"n", n},
+                      {"epsilon", eps},
+                      {"delta", delta},
+                      {"violation_cap", stats::violation_cap(n, eps)}};
+  if (k < 0) {
+    j["k_star"] = nullptr;
+    j["p_0"] = stats::ltt_p_value(n, eps, 0);
+  } else {
+    j["k_star"] = k;
+    j["k_star_over_n"] = static_cast<double>(k) / static_cast<double>(n);
+    j["p_k_star"] = stats::ltt_p_value(n, eps, k);
+    j["p_k_star_plus_1"] = stats::ltt_p_value(n, eps, k + 1);
+  }
+  if (json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "n = " << n << ", epsilon = " << general(eps) << ", delta = " << general(delta)
+            << "   (p_j = P{Bin(n, epsilon) <= K_j} if K_j <= floor(n*epsilon) - 1, else 1)\n";
+  if (k < 0) {
+    std::cout << "K*        none: nothing is certifiable\np(0)      "
+              << general(j["p_0"].get<double>()) << "  > delta\n";
+  } else {
+    std::cout << "K*        " << k << "\nK*/n      " << fixed(j["k_star_over_n"], 6)
+              << "\np(K*)     " << general(j["p_k_star"].get<double>()) << "  <= delta"
+              << "\np(K*+1)   " << general(j["p_k_star_plus_1"].get<double>()) << "  > delta\n";
+  }
+  return 0;
+}
+
+int certify(const po::variables_map& vm, bool json) {
+  const auto n = positive_n(vm, "certify");
+  stats::CertificationInput input;
+  input.name = "kvaudit stats certify";
+  input.contract = {0.0, open_unit(vm, "epsilon", "certify"), open_unit(vm, "delta", "certify")};
+  const auto list = required<std::string>(vm, "violations", "certify");
+  int j = 0;
+  for (const auto& field : split_commas(list)) {
+    ++j;
+    std::size_t used = 0;
+    long long k = -1;
+    try {
+      k = std::stoll(field, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != field.size() || field.empty() || k < 0 || k > n) {
+      throw InputError("stats certify: --violations: entry " + std::to_string(j) + " ('" + field +
+                       "') is not a count in [0, n = " + std::to_string(n) + "]");
+    }
+    // The procedure only sees K_j; any n-long indicator vector with K_j ones gives the same result.
+    stats::CertificationCandidate c;
+    c.id = "candidate " + std::to_string(j);
+    c.calibration_violations.assign(static_cast<std::size_t>(n), 0);
+    std::fill_n(c.calibration_violations.begin(), k, std::uint8_t{1});
+    input.candidates.push_back(std::move(c));
+  }
+  if (input.candidates.empty()) throw InputError("stats certify: --violations lists no counts");
+  const auto r = stats::certify(input);
+  nlohmann::json out = {
+      {"n", r.n},
+      {"epsilon", r.contract.epsilon},
+      {"delta", r.contract.delta},
+      {"k_star", r.k_star < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.k_star)},
+      {"selected", r.selected ? nlohmann::json(*r.selected + 1) : nlohmann::json("full-kv")},
+      {"plug_in", r.plug_in ? nlohmann::json(*r.plug_in + 1) : nlohmann::json("full-kv")}};
+  for (const auto& c : r.candidates) {
+    out["candidates"].push_back({{"violations", c.violations},
+                                 {"p_value", c.p_value},
+                                 {"tested", c.tested},
+                                 {"certified", c.certified}});
+  }
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "n = " << r.n << ", epsilon = " << general(r.contract.epsilon)
+            << ", delta = " << general(r.contract.delta)
+            << ", K* = " << (r.k_star < 0 ? std::string("none") : std::to_string(r.k_star))
+            << "   (fixed sequence, in the given order)\n"
+            << "  j       K_j   p_j           certified\n";
+  for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+    const auto& c = r.candidates[i];
+    std::cout << "  " << std::left << std::setw(8) << (i + 1) << std::setw(6) << c.violations
+              << std::setw(14) << general(c.p_value)
+              << (c.certified ? "yes" : (c.tested ? "no (sequence stops)" : "not tested"))
+              << std::right << "\n";
+  }
+  std::cout << "decision: "
+            << (r.selected ? "candidate " + std::to_string(*r.selected + 1)
+                           : std::string("full-KV fallback (candidate 1 not certified)"))
+            << "\nplug-in rule (no guarantee): "
+            << (r.plug_in ? "candidate " + std::to_string(*r.plug_in + 1) : std::string("full-KV"))
+            << "\n";
+  return 0;
+}
+
+// The number of decimals a user wrote ("0.146" → 3).
+int decimals_of(const std::string& text) {
+  const auto dot = text.find('.');
+  return dot == std::string::npos ? 0 : static_cast<int>(text.size() - dot - 1);
+}
+
+double parse_double(const std::string& text, const std::string& what) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v)) {
+    throw InputError("stats cp: " + what + ": '" + text + "' is not a number");
+  }
+  return v;
+}
+
+int cp(const po::variables_map& vm, bool json) {
+  const auto n = positive_n(vm, "cp");
+  const auto x = required<std::int64_t>(vm, "x", "cp");
+  if (x < 0 || x > n) {
+    throw InputError("stats cp: --x must lie in [0, n] (got x = " + std::to_string(x) +
+                     ", n = " + std::to_string(n) + ")");
+  }
+  const double alpha = vm["alpha"].as<double>();
+  if (!(alpha > 0 && alpha < 1)) throw InputError("stats cp: --alpha must lie in (0, 1)");
+  if (vm.count("match")) {
+    const auto parts = split_commas(vm["match"].as<std::string>());
+    if (parts.size() != 2) throw InputError("stats cp: --match takes LOW,HIGH");
+    const int dl = decimals_of(parts[0]);
+    const int dh = decimals_of(parts[1]);
+    const std::string low = fixed(parse_double(parts[0], "--match LOW"), dl);
+    const std::string high = fixed(parse_double(parts[1], "--match HIGH"), dh);
+    const int max_m = vm["max-m"].as<int>();
+    if (max_m < 1) throw InputError("stats cp: --max-m must be ≥ 1");
+    std::vector<std::pair<int, int>> runs;  // [first, last] ranges of matching m
+    for (int m = 1; m <= max_m; ++m) {
+      const auto ci = stats::clopper_pearson_interval(x, n, alpha, {"match", m});
+      if (fixed(ci.lower, dl) == low && fixed(ci.upper, dh) == high) {
+        if (!runs.empty() && runs.back().second == m - 1) {
+          runs.back().second = m;
+        } else {
+          runs.emplace_back(m, m);
+        }
+      }
+    }
+    nlohmann::json out = {{"x", x},     {"n", n},       {"alpha", alpha},
+                          {"low", low}, {"high", high}, {"searched_m", {1, max_m}}};
+    out["matching_m"] = nlohmann::json::array();
+    for (const auto& [a, b] : runs) out["matching_m"].push_back({a, b});
+    if (json) {
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
+    std::cout << x << "/" << n << " -> [" << low << ", " << high << "] at family-wise alpha "
+              << general(alpha) << ", Bonferroni over m (searched m = 1.." << max_m << "):\n";
+    if (runs.empty()) std::cout << "no M matches\n";
+    for (const auto& [a, b] : runs) {
+      const auto ci = stats::clopper_pearson_interval(x, n, alpha, {"match", a});
+      std::cout << "  M = " << a;
+      if (b != a) std::cout << ".." << b;
+      std::cout << "   (at M = " << a << ": [" << fixed(ci.lower, 6) << ", " << fixed(ci.upper, 6)
+                << "])\n";
+    }
+    return 0;
+  }
+  const int m = vm["m"].as<int>();
+  if (m < 1) throw InputError("stats cp: --m must be ≥ 1");
+  const auto ci = stats::clopper_pearson_interval(x, n, alpha, {"--m", m});
+  if (json) {
+    std::cout << nlohmann::json({{"x", x},
+                                 {"n", n},
+                                 {"alpha", alpha},
+                                 {"m", m},
+                                 {"per_interval_alpha", ci.per_interval_alpha},
+                                 {"estimate", ci.estimate},
+                                 {"lower", ci.lower},
+                                 {"upper", ci.upper}})
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << x << "/" << n << " = " << fixed(ci.estimate, 4) << "   two-sided Clopper-Pearson at "
+            << general(ci.per_interval_alpha) << " (alpha " << general(alpha) << " / m " << m
+            << "): [" << fixed(ci.lower, 6) << ", " << fixed(ci.upper, 6) << "]\n";
+  return 0;
+}
+
+// One column of numbers: one per line, or the first field of a CSV line; a first line that is not
+// a number is taken as a header; blank lines are skipped.
+std::vector<double> read_column(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("stats bootstrap: " + path + ": cannot be read");
+  std::vector<double> values;
+  std::string line;
+  std::size_t line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto field = line.substr(0, line.find(','));
+    const auto first = field.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    const auto trimmed = field.substr(first, field.find_last_not_of(" \t") - first + 1);
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(trimmed, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != trimmed.size() || used == 0 || !std::isfinite(v)) {
+      if (values.empty() && line_number == 1) continue;  // a header
+      throw InputError("stats bootstrap: " + path + ":" + std::to_string(line_number) + ": '" +
+                       trimmed + "' is not a finite number");
+    }
+    values.push_back(v);
+  }
+  if (values.empty()) throw InputError("stats bootstrap: " + path + ": no numbers");
+  return values;
+}
+
+int bootstrap(const po::variables_map& vm, bool json) {
+  const auto a_path = required<std::string>(vm, "a", "bootstrap");
+  const auto b_path = required<std::string>(vm, "b", "bootstrap");
+  stats::PairedComparison comparison;
+  comparison.name = "a - b";
+  comparison.strata.push_back({0, read_column(a_path), read_column(b_path)});
+  const auto& s = comparison.strata.front();
+  if (s.arm_a.size() != s.arm_b.size()) {
+    throw InputError("stats bootstrap: the columns differ in length (" + a_path + ": " +
+                     std::to_string(s.arm_a.size()) + ", " + b_path + ": " +
+                     std::to_string(s.arm_b.size()) + "); instances must be paired");
+  }
+  stats::BootstrapOptions options;
+  options.resamples = vm["resamples"].as<std::int64_t>();
+  options.seed = vm["seed"].as<std::uint64_t>();
+  const auto r = stats::paired_bootstrap(comparison, options);
+  if (json) {
+    std::cout << nlohmann::json({{"instances", r.instances},
+                                 {"mean_a", r.mean_a},
+                                 {"mean_b", r.mean_b},
+                                 {"delta", r.estimate},
+                                 {"confidence", r.confidence},
+                                 {"lower", r.lower},
+                                 {"upper", r.upper},
+                                 {"p_one_sided", r.p_value},
+                                 {"resamples", r.resamples},
+                                 {"seed", r.seed},
+                                 {"replicate_hash", r.replicate_hash}})
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "n = " << r.instances << " paired instances, B = " << r.resamples
+            << ", seed = " << r.seed << " (Philox4x32-10; percentile interval, type 7)\n"
+            << "mean(a) = " << fixed(r.mean_a, 6) << ", mean(b) = " << fixed(r.mean_b, 6)
+            << "\ndelta = mean(a - b) = " << fixed(r.estimate, 6) << "   95% [" << fixed(r.lower, 6)
+            << ", " << fixed(r.upper, 6) << "]\n"
+            << "one-sided p (H1: delta > 0) = (1 + #{delta* <= 0}) / (B + 1) = "
+            << general(r.p_value) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+Command stats_command() {
+  Command c;
+  c.name = "stats";
+  c.summary = "a calculator for certification and interval claims (kmax, certify, cp, bootstrap)";
+  c.usage =
+      "kvaudit stats kmax --n N --epsilon E --delta D\n"
+      "       kvaudit stats certify --n N --epsilon E --delta D --violations K1,K2,...\n"
+      "       kvaudit stats cp --x X --n N [--alpha A] [--m M] | [--match LOW,HIGH [--max-m M]]\n"
+      "       kvaudit stats bootstrap --a FILE --b FILE [--resamples B] [--seed S]";
+  c.options = [](po::options_description& d, po::positional_options_description& p) {
+    d.add_options()("calculation", po::value<std::string>()->required(),
+                    "kmax, certify, cp or bootstrap")("n", po::value<std::int64_t>(),
+                                                      "calibration requests / trials")(
+        "epsilon", po::value<double>(), "maximum violation rate, in (0, 1)")(
+        "delta", po::value<double>(), "error budget, in (0, 1)")(
+        "violations", po::value<std::string>(), "K_1,K_2,... in the preregistered order")(
+        "x", po::value<std::int64_t>(), "successes")(
+        "alpha", po::value<double>()->default_value(0.05), "family-wise error rate")(
+        "m", po::value<int>()->default_value(1), "Bonferroni family size")(
+        "match", po::value<std::string>(), "LOW,HIGH: find the m that prints this interval")(
+        "max-m", po::value<int>()->default_value(10000), "largest m searched by --match")(
+        "a", po::value<std::string>(), "per-instance scores of arm a (one per line or CSV)")(
+        "b", po::value<std::string>(), "per-instance scores of arm b, paired with a")(
+        "resamples", po::value<std::int64_t>()->default_value(50000), "bootstrap replicates B")(
+        "seed", po::value<std::uint64_t>()->default_value(0), "Philox key")(
+        "json", "print one JSON object");
+    p.add("calculation", 1);
+  };
+  c.body = [](const po::variables_map& vm) -> int {
+    const auto what = vm["calculation"].as<std::string>();
+    const bool json = vm.count("json") > 0;
+    if (what == "kmax") return kmax(vm, json);
+    if (what == "certify") return certify(vm, json);
+    if (what == "cp") return cp(vm, json);
+    if (what == "bootstrap") return bootstrap(vm, json);
+    throw InputError("stats: unknown calculation '" + what +
+                     "' (expected kmax, certify, cp or bootstrap)");
+  };
+  return c;
+}
+
+}  // namespace kvaudit::cli
