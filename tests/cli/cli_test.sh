@@ -35,7 +35,7 @@ contains() { grep -qF -- "$2" "$1" || { echo "  '$1' lacks: $2" >&2; return 1; }
 
 # --help and exit codes.
 check "top-level help" expect_rc 0 "$kv" --help
-for c in plan run reduce generate inspect version; do
+for c in plan run reduce generate inspect stats version; do
   check "$c --help" expect_rc 0 "$kv" "$c" --help
   check "$c --help text" contains "$work/out.txt" "usage: kvaudit $c"
 done
