@@ -1,59 +1,24 @@
 // Reading a model's chat template source and resolving --chat-template (model_chat_template.h).
 #include "suite/cli/model_chat_template.h"
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-#include <sstream>
-
 #include "runners/model/chat/chat_template_detect.h"
 #include "runners/model/formats/gguf.h"
+#include "runners/model/formats/mapped_file.h"
 #include "runners/model/model_error.h"
+#include "runners/model/tokenizer/hf_tokenizer_config.h"
 
 namespace kvaudit::cli {
-
-namespace {
-
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw model::ModelInputError(path.string() + ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::optional<std::string> template_from_tokenizer_config(const std::filesystem::path& file) {
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(read_text_file(file));
-  } catch (const nlohmann::json::exception& e) {
-    throw model::ModelInputError(file.string() + ": not valid JSON (" + e.what() + ")");
-  }
-  if (!config.is_object() || !config.contains("chat_template")) return std::nullopt;
-  const auto& entry = config["chat_template"];
-  if (entry.is_string()) return entry.get<std::string>();
-  if (entry.is_array()) {
-    for (const auto& named : entry) {
-      if (named.is_object() && named.value("name", "") == "default" && named.contains("template") &&
-          named["template"].is_string()) {
-        return named["template"].get<std::string>();
-      }
-    }
-    throw model::ModelInputError(file.string() +
-                                 ": chat_template: a list without a \"default\" entry");
-  }
-  if (entry.is_null()) return std::nullopt;
-  throw model::ModelInputError(file.string() + ": chat_template: expected a string or a list");
-}
-
-}  // namespace
 
 std::optional<std::string> read_model_chat_template(const std::filesystem::path& model_path) {
   if (std::filesystem::is_directory(model_path)) {
     const auto jinja = model_path / "chat_template.jinja";
-    if (std::filesystem::exists(jinja)) return read_text_file(jinja);
-    const auto config = model_path / "tokenizer_config.json";
-    if (std::filesystem::exists(config)) return template_from_tokenizer_config(config);
-    return std::nullopt;
+    if (std::filesystem::exists(jinja)) {
+      const model::MappedFile file(jinja);
+      const auto bytes = file.bytes();
+      return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    const auto config = model::read_hf_tokenizer_config(model_path);
+    return config ? config->chat_template : std::nullopt;
   }
   const auto gguf = model::GgufFile::open(model_path);
   return gguf.find_string("tokenizer.chat_template");

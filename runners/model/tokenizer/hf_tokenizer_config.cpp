@@ -49,6 +49,26 @@ std::optional<std::string> optional_token(const json& root, const char* key,
        "expected a string or an object with \"content\", found " + json_type_name(*it));
 }
 
+// chat_template: a string, or a list of {name, template} whose "default" entry is the template.
+std::optional<std::string> optional_chat_template(const json& root, const std::string& source) {
+  const auto it = root.find("chat_template");
+  if (it == root.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (!it->is_array()) {
+    fail(source, "chat_template", "expected a string or a list, found " + json_type_name(*it));
+  }
+  for (const auto& named : *it) {
+    if (named.is_object() && named.value("name", json()) == "default") {
+      const auto text = named.find("template");
+      if (text == named.end() || !text->is_string()) {
+        fail(source, "chat_template[default].template", "expected a string");
+      }
+      return text->get<std::string>();
+    }
+  }
+  fail(source, "chat_template", "a list without a \"default\" entry");
+}
+
 std::int32_t token_id(const json& value, const std::string& source, const std::string& path) {
   if (!value.is_number_integer())
     fail(source, path, "expected an integer, found " + json_type_name(value));
@@ -81,6 +101,7 @@ std::optional<HfTokenizerConfig> read_hf_tokenizer_config(const std::filesystem:
   config.bos_token = optional_token(root, "bos_token", source);
   config.eos_token = optional_token(root, "eos_token", source);
   config.unk_token = optional_token(root, "unk_token", source);
+  config.chat_template = optional_chat_template(root, source);
   const auto added = root.find("added_tokens_decoder");
   if (added != root.end() && !added->is_null()) {
     if (!added->is_object()) {

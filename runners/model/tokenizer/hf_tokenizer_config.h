@@ -2,6 +2,7 @@
 // transformers uses when it builds a tokenizer: special-token names, add_bos_token /
 // add_eos_token (when present they make transformers rebuild the post-processor as
 // "[BOS] $A [EOS]"), the SentencePiece options legacy and add_prefix_space, added_tokens_decoder,
+// the chat_template source (a string, or the "default" entry of a list of {name, template}),
 // and generation_config's eos_token_id (an id or a list of ids). Token names may be strings or
 // AddedToken objects ({"content": ...}). Errors name the file and the JSON path.
 #pragma once
@@ -26,6 +27,7 @@ struct HfTokenizerConfig {
   std::optional<std::string> eos_token;
   std::optional<std::string> unk_token;
   std::vector<AddedToken> added_tokens_decoder;  // in id order
+  std::optional<std::string> chat_template;      // Jinja source; never executed
 };
 
 // `directory`/tokenizer_config.json, or nullopt when the file does not exist.
