@@ -111,7 +111,7 @@ std::vector<MethodSpec> build_catalog() {
                {"original"},
                {real("heavy_fraction", 0.5, 0, 1, false,
                      "share of the kept budget given to heavy hitters; the rest is recent")},
-               true});
+               false});
   c.push_back({"expected_attention",
                "attention expected from future query statistics",
                "Devoto et al. 2025, 'Expected Attention'; kvpress ExpectedAttentionPress",
@@ -177,14 +177,14 @@ std::vector<MethodSpec> build_catalog() {
                BudgetAxis::ratio,
                {},
                {integer("window", 32, 1, kUnbounded, "observation window")},
-               true});
+               false});
   c.push_back({"layer_defensivekv",
                "DefensiveKV with one budget across all layers",
                "Feng et al. 2025 (Layer-DefensiveKV)",
                BudgetAxis::ratio,
                {},
                {integer("window", 32, 1, kUnbounded, "observation window")},
-               true});
+               false});
   c.push_back({"refreekv",
                "request-adaptive pruning with threshold T on the last-token attention",
                "ReFreeKV (formerly 'Towards Threshold-Free KV Cache Pruning')",

@@ -79,6 +79,10 @@ void eager_attention_task(const AttentionProblem& problem, const AttentionTask& 
                           std::span<float> out, std::vector<float>& scratch);
 void sdpa_attention_task(const AttentionProblem& problem, const AttentionTask& task,
                          std::size_t key_block, std::span<float> out, std::vector<float>& scratch);
+// sdpa with PyTorch's CPU flash-kernel numerics (attention_sdpa_torch_cpu.cpp): only for comparing
+// with golden logits made by HF on a CPU. Assumes an uncompressed cache (kv length = past + rows).
+void sdpa_torch_cpu_attention_task(const AttentionProblem& problem, const AttentionTask& task,
+                                   std::span<float> out);
 
 // Whole problems, tasks spread over OpenMP threads. eager: query_chunk rows per task (the result
 // does not depend on it); sdpa: key_block keys per online-softmax step (rounded up to whole key

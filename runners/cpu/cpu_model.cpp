@@ -245,6 +245,8 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
           const std::span<float> out = rows_of(attn, first_row[i], tokens[i].size(), q_width);
           if (backend_ == AttentionBackend::eager) {
             eager_attention_task(problems[i], task, out, scratch);
+          } else if (options_.sdpa_numerics == SdpaNumerics::torch_cpu_flash) {
+            sdpa_torch_cpu_attention_task(problems[i], task, out);
           } else {
             sdpa_attention_task(problems[i], task, key_block, out, scratch);
           }

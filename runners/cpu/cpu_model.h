@@ -37,6 +37,8 @@ namespace kvaudit::cpu {
 
 enum class AttentionBackend { eager, sdpa };
 
+enum class SdpaNumerics { flash, torch_cpu_flash };
+
 // Which positions of a prefill get logits: none (fill the cache only), the last token, or all.
 enum class LogitRows { none, last, all };
 
@@ -48,6 +50,10 @@ struct CpuModelOptions {
   // sdpa: keys per online-softmax block, rounded up to a multiple of 32 (changes only f32
   // rounding).
   int sdpa_key_block = 256;
+  // sdpa numerics: flash (FlashAttention's GPU numerics; the default and the only one for
+  // measurements) or torch_cpu_flash, an emulation of PyTorch's CPU flash kernel (approximate
+  // vectorized exp; attention_sdpa_torch_cpu.cpp) for comparing with HF goldens made on a CPU.
+  SdpaNumerics sdpa_numerics = SdpaNumerics::flash;
 };
 
 class CpuModel {

@@ -12,6 +12,7 @@
 
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/diagnostics.h"
+#include "suite/manifest/method_windows.h"
 #include "suite/manifest/number_format.h"
 
 namespace kvaudit::manifest {
@@ -997,6 +998,7 @@ Manifest parse_manifest(std::string_view text, const std::filesystem::path& file
   sort_by_name(m.certifications);
   sort_by_name(m.statistics.families);
   if (diag.empty()) check_distinct_configs(m, diag);
+  if (diag.empty()) check_method_windows(m, diag);
   diag.throw_if_any();
   return m;
 }

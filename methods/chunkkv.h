@@ -1,0 +1,34 @@
+// ChunkKvMethod: chunk-level selection over any scorer (Liu et al. 2025, "ChunkKV: Semantic-
+// Preserving KV Cache Compression for Efficient Long-Context LLM Inference"; kvpress ChunkKVPress,
+// reference/kvpress.md §1.2):
+//   chunks of `chunk_length` positions, the last one partial when L is not a multiple;
+//   chunk score = (Σ over KV heads of the scorer's scores) averaged over the chunk's positions;
+//   keep the max(1, floor(n_chunks·(1−cr))) best chunks (ties as torch.topk) — the SAME
+//   positions for every KV head, ascending.
+// With no complete chunk (L < chunk_length) kvpress falls back to the scorer's own per-head top-k
+// (n_kept = kept_count(L, cr)); so do we. Kept counts are multiples of the chunk length, not
+// n_kept.
+#pragma once
+
+#include <memory>
+
+#include "methods/method.h"
+
+namespace kvaudit::methods {
+
+class ChunkKvMethod : public Method {
+ public:
+  ChunkKvMethod(std::shared_ptr<const Scorer> scorer, int chunk_length = 20);
+  Selection select(std::span<const LayerCapture> layers, const Budget& budget,
+                   const SelectionContext& context) const override;
+  int window_needed() const override { return scorer_->window_needed(); }
+  bool needs_column_sums() const override { return scorer_->needs_column_sums(); }
+  bool needs_query_moments() const override { return scorer_->needs_query_moments(); }
+  std::string name() const override { return "chunkkv(" + scorer_->name() + ")"; }
+
+ private:
+  std::shared_ptr<const Scorer> scorer_;
+  int chunk_length_;
+};
+
+}  // namespace kvaudit::methods

@@ -1,0 +1,86 @@
+// Method: an eviction method configured for one cell, turning a prefill's captured layers into
+// real evictions (a kept-position list per layer and KV head).
+//
+//   auto method = make_method(config, configs);           // methods/method_factory.h
+//   Selection kept = method->select(layers, budget, ctx);  // layers: one LayerCapture per layer
+//
+// Budget arithmetic is kvpress's (reference/kvpress.md §0): n_kept = floor(L·(1−cr)) in double,
+// at least 1 (kvpress PR #264). Scorer methods (ScorerMethod) keep the n_kept highest scores per
+// KV head; wrappers (AdaKV, ChunkKV, CriticalKV) reuse a scorer's scores with their own selection;
+// cross-layer methods (Layer-DefensiveKV) see every layer before choosing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "methods/layer_capture.h"
+
+namespace kvaudit::methods {
+
+// What a cell asks of a method.
+struct Budget {
+  // Fraction of the L candidates removed (kvpress `compression_ratio`), in [0, 1). Used by
+  // ratio methods.
+  double compression = 0.0;
+  // Request-adaptive threshold T (ReFreeKV); used by threshold methods only.
+  double threshold = 0.0;
+};
+
+// Per-cell facts a method may need besides the capture.
+struct SelectionContext {
+  std::uint64_t seed = 0;      // the study seed
+  std::uint64_t cell_key = 0;  // stable id of (unit, method config, ratio, protocol): RandomPress
+};
+
+// kept[layer][kv_head]: the original positions kept, strictly ascending, each in [0, L).
+struct Selection {
+  std::vector<std::vector<std::vector<std::int32_t>>> kept;
+
+  // Σ over layers and heads of kept counts.
+  std::int64_t kept_entries() const;
+};
+
+// n_kept = max(1, floor(L·(1−compression))) computed in double (kvpress ScorerPress + PR #264).
+std::int64_t kept_count(std::int64_t length, double compression);
+
+class Method {
+ public:
+  virtual ~Method() = default;
+  // The cell's kept sets. `layers` holds every layer of the model in order, all with the same L.
+  // Throws std::invalid_argument (with the method's name) if the capture cannot serve the method,
+  // e.g. fewer window rows than its window or L ≤ window.
+  virtual Selection select(std::span<const LayerCapture> layers, const Budget& budget,
+                           const SelectionContext& context) const = 0;
+  // Window rows this method reads from LayerCapture::window_queries (0 if none).
+  virtual int window_needed() const { return 0; }
+  // Whether it reads column_sums / query moments (the capture can skip what no cell needs).
+  virtual bool needs_column_sums() const { return false; }
+  virtual bool needs_query_moments() const { return false; }
+  virtual std::string name() const = 0;
+};
+
+// A per-layer scorer: scores[kv_head * L + j] for every candidate j of one layer; higher = keep.
+// Protected tokens (windows, sinks) get max+1 as kvpress does, where max is over the whole layer.
+class Scorer {
+ public:
+  virtual ~Scorer() = default;
+  virtual void score(const LayerCapture& layer, const SelectionContext& context,
+                     std::span<float> scores) const = 0;
+  // The scores kvpress computes when the press also knows the budget (StreamingLLM's 0/1 pattern
+  // depends on n_pruned, CriticalKV's stage 1 on n_kept). Selection code (ScorerMethod and the
+  // wrappers) calls this one; the default ignores the budget and calls score().
+  virtual void score_for_budget(const LayerCapture& layer, const Budget& budget,
+                                const SelectionContext& context, std::span<float> scores) const {
+    (void)budget;
+    score(layer, context, scores);
+  }
+  virtual int window_needed() const { return 0; }
+  virtual bool needs_column_sums() const { return false; }
+  virtual bool needs_query_moments() const { return false; }
+  virtual std::string name() const = 0;
+};
+
+}  // namespace kvaudit::methods

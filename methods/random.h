@@ -1,0 +1,21 @@
+// RandomScorer: uniform random scores, s(j) ~ U[0, 1) (kvpress RandomPress, reference/kvpress.md
+// §1.1). kvpress draws from torch's global RNG, which cannot be reproduced outside PyTorch; ours is
+// Philox4x32-10 (Random123) keyed by the cell so every run of a cell evicts the same tokens:
+//   key     = (seed low 32 bits, seed high 32 bits)          SelectionContext::seed
+//   counter = (j, layer << 16 | kv_head, cell_key low, cell_key high)
+//   s(j)    = (word0 >> 8) · 2⁻²⁴                           (24 bits: exact in f32)
+// Parity with kvpress is statistical only (kept fraction per head is exact: floor(L(1−cr))).
+#pragma once
+
+#include "methods/method.h"
+
+namespace kvaudit::methods {
+
+class RandomScorer : public Scorer {
+ public:
+  void score(const LayerCapture& layer, const SelectionContext& context,
+             std::span<float> scores) const override;
+  std::string name() const override { return "random"; }
+};
+
+}  // namespace kvaudit::methods

@@ -1,0 +1,63 @@
+// Owned LayerCapture data for the method unit tests: fill the vectors, then call view().
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "methods/layer_capture.h"
+
+namespace kvaudit::methods::testing {
+
+struct OwnedLayer {
+  int layer = 0, num_layers = 1, num_heads = 1, num_kv_heads = 1, head_dim = 2, hidden_size = 1;
+  int length = 0;
+  bool bf16 = false;
+  std::vector<std::vector<float>> keys, values;  // per KV head [L, d]
+  int window_rows = 0;
+  std::vector<float> window_queries;  // [H, window_rows, d]
+  std::vector<float> column_sums;     // [H, L]
+  int moments_first_row = 4;
+  std::int64_t query_count = 0;
+  std::vector<double> query_sum, query_outer;
+  std::vector<float> o_proj, rope_inv_freq;
+
+  LayerCapture view() const {
+    LayerCapture c;
+    c.layer = layer;
+    c.num_layers = num_layers;
+    c.num_heads = num_heads;
+    c.num_kv_heads = num_kv_heads;
+    c.head_dim = head_dim;
+    c.hidden_size = hidden_size;
+    c.length = length;
+    c.model_is_bf16 = bf16;
+    for (const auto& k : keys) c.keys.emplace_back(k);
+    for (const auto& v : values) c.values.emplace_back(v);
+    c.window_rows = window_rows;
+    c.window_queries = window_queries;
+    c.column_sums = column_sums;
+    c.moments_first_row = moments_first_row;
+    c.query_count = query_count;
+    c.query_sum = query_sum;
+    c.query_outer = query_outer;
+    c.o_proj = o_proj;
+    c.rope_inv_freq = rope_inv_freq;
+    return c;
+  }
+};
+
+// Keys/values of `heads` KV heads with L rows of d zeros.
+inline OwnedLayer zero_layer(int heads, int query_heads, int length, int head_dim) {
+  OwnedLayer o;
+  o.num_kv_heads = heads;
+  o.num_heads = query_heads;
+  o.length = length;
+  o.head_dim = head_dim;
+  const auto n = static_cast<std::size_t>(length) * static_cast<std::size_t>(head_dim);
+  o.keys.assign(static_cast<std::size_t>(heads), std::vector<float>(n, 0.0f));
+  o.values.assign(static_cast<std::size_t>(heads), std::vector<float>(n, 0.0f));
+  return o;
+}
+
+}  // namespace kvaudit::methods::testing
