@@ -30,9 +30,13 @@ struct Budget {
 };
 
 // Per-cell facts a method may need besides the capture.
+class ScoreMemo;  // methods/score_memo.h
+
 struct SelectionContext {
   std::uint64_t seed = 0;      // the study seed
   std::uint64_t cell_key = 0;  // stable id of (unit, method config, ratio, protocol): RandomPress
+  // Optional: scores shared by the cells of one unit (score_memo.h); results do not depend on it.
+  ScoreMemo* memo = nullptr;
 };
 
 // kept[layer][kv_head]: the original positions kept, strictly ascending, each in [0, L).
@@ -77,6 +81,10 @@ class Scorer {
     (void)budget;
     score(layer, context, scores);
   }
+  // Whether score_for_budget's result depends on the budget (StreamingLLM, CriticalKV) or on the
+  // cell (Random: SelectionContext::cell_key); such scores are never shared through a ScoreMemo.
+  virtual bool scores_depend_on_budget() const { return false; }
+  virtual bool scores_depend_on_cell() const { return false; }
   virtual int window_needed() const { return 0; }
   virtual bool needs_column_sums() const { return false; }
   virtual bool needs_query_moments() const { return false; }

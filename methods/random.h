@@ -15,6 +15,7 @@ class RandomScorer : public Scorer {
  public:
   void score(const LayerCapture& layer, const SelectionContext& context,
              std::span<float> scores) const override;
+  bool scores_depend_on_cell() const override { return true; }
   std::string name() const override { return "random"; }
 };
 

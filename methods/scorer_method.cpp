@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "methods/capture_checks.h"
+#include "methods/score_memo.h"
 #include "methods/top_k.h"
 
 namespace kvaudit::methods {
@@ -11,10 +12,17 @@ namespace kvaudit::methods {
 std::vector<float> score_layer(const Scorer& scorer, const LayerCapture& layer,
                                const Budget& budget, const SelectionContext& context) {
   check_capture_basics(layer, scorer.name());
-  std::vector<float> scores(static_cast<std::size_t>(layer.num_kv_heads) *
-                            static_cast<std::size_t>(layer.length));
-  scorer.score_for_budget(layer, budget, context, scores);
-  return scores;
+  const auto compute = [&] {
+    std::vector<float> scores(static_cast<std::size_t>(layer.num_kv_heads) *
+                              static_cast<std::size_t>(layer.length));
+    scorer.score_for_budget(layer, budget, context, scores);
+    return scores;
+  };
+  if (context.memo != nullptr && !scorer.scores_depend_on_budget() &&
+      !scorer.scores_depend_on_cell()) {
+    return *context.memo->get_or_compute(scorer, layer, compute);
+  }
+  return compute();
 }
 
 std::vector<std::vector<std::int32_t>> per_head_top_k(std::span<const float> scores,

@@ -19,6 +19,7 @@ class StreamingLlmScorer : public Scorer {
              std::span<float> scores) const override;
   void score_for_budget(const LayerCapture& layer, const Budget& budget,
                         const SelectionContext& context, std::span<float> scores) const override;
+  bool scores_depend_on_budget() const override { return true; }
   std::string name() const override { return "streaming_llm"; }
 
  private:

@@ -45,6 +45,7 @@ packages=(
   python3 python3-h5py python3-numpy python3-pip
   clang libclang-rt-14-dev shellcheck
   libutf8proc-dev gnuplot-nox
+  slurmctld slurmd slurm-client munge
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -181,4 +181,28 @@ void KvCache::retain(int layer, int kv_head, std::span<const std::int32_t> keep)
   s.key_panels = keys_to_panels(s.keys.data(), keep.size(), dim);
 }
 
+void KvCache::truncate(std::int64_t length) {
+  if (length < 0 || length > original_length_) {
+    throw std::invalid_argument("KvCache::truncate: length " + std::to_string(length) +
+                                " is outside [0, " + std::to_string(original_length_) + "]");
+  }
+  if (std::any_of(appended_in_step_.begin(), appended_in_step_.end(),
+                  [](std::int64_t n) { return n != 0; })) {
+    throw std::logic_error("KvCache::truncate: called in the middle of a forward step");
+  }
+  const std::size_t dim = static_cast<std::size_t>(head_dim_);
+  for (HeadStore& s : heads_) {
+    // Positions are ascending: the dropped entries are a suffix.
+    const auto end = std::lower_bound(s.positions.begin(), s.positions.end(), length);
+    const std::size_t keep = static_cast<std::size_t>(end - s.positions.begin());
+    if (keep == s.positions.size()) continue;
+    s.positions.resize(keep);
+    s.keys.resize(keep * dim);
+    s.values.resize(keep * dim);
+    // Panel lanes past the last kept key must read as zero (key_panels.h).
+    s.key_panels = keys_to_panels(s.keys.data(), keep, dim);
+  }
+  original_length_ = length;
+}
+
 }  // namespace kvaudit::cpu

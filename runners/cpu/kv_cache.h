@@ -73,6 +73,13 @@ class KvCache {
   // changes).
   void retain(int layer, int kv_head, std::span<const std::int32_t> keep);
 
+  // Rewinds the cache to `length` tokens: every entry at an original position ≥ length is dropped
+  // from every head and original_length() becomes `length`, so the next token gets RoPE position
+  // `length` again (the unit runner drops a prefilled question to feed it on top of a compressed
+  // context). Throws std::invalid_argument if length is negative or above original_length(), and
+  // std::logic_error in the middle of a forward step (nothing changes).
+  void truncate(std::int64_t length);
+
  private:
   struct HeadStore {
     std::vector<std::int32_t> positions;  // [n]

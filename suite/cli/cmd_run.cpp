@@ -1,16 +1,355 @@
-// kvaudit run MANIFEST: checks the manifest against its preregistration lock. Executing cells needs
-// the model runtime, the methods and the MPI runner (later issues); until they exist this command
-// says so and runs nothing.
-#include <iostream>
+// kvaudit run MANIFEST: executes a preregistered study's cells as MPI ranks (mpirun, or srun
+// --mpi=pmix; one process without a launcher is a world of one) and records them in per-rank HDF5
+// shards (docs/CLI.md "kvaudit run", docs/RECORDS.md).
+//
+//   1. Every rank parses and expands the manifest (identically: ids depend on content only).
+//      Rank 0 also checks the paths and the preregistration lock, scans the published shards for
+//      done cells (resume), salvages the flushed records of dead ranks' .tmp shards and republishes
+//      them in a shard of the new attempt (suite/run/resume.h). A failure on any rank makes every
+//      rank exit with it (MPI_Allreduce of the exit code); nothing runs.
+//   2. Rank 0 broadcasts the attempt number (1 + attempts seen), its pid (shard names) and the
+//      sorted done-cell ids. Every rank computes the same LPT assignment of the pending units over
+//      the current world size (suite/run/sharding.h; cost = UnitExecutor::estimated_cost scaled
+//      by the fraction of the unit's cells still pending) and runs its own units longest first
+//      (suite/run/rank_loop.h), printing progress to stderr.
+//   3. SIGUSR1/SIGTERM: each rank finishes its current unit, publishes its shard and stops.
+//   4. Rank 0 gathers every rank's counts and prints the summary. Exit codes (the same on every
+//      rank): 0 all cells recorded; 3 incomplete (stopped with cells remaining: run again to
+//      resume); 1 bad input; 2 internal error.
+// Device: the CPU reference backend on every rank; with the CUDA backend, local rank → device.
+#include <mpi.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runners/model/model_error.h"
 #include "suite/cli/command.h"
 #include "suite/cli/study_paths.h"
 #include "suite/common/errors.h"
 #include "suite/manifest/canonical.h"
+#include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
 #include "suite/manifest/prereg.h"
+#include "suite/records/provenance.h"
+#include "suite/run/progress.h"
+#include "suite/run/rank_loop.h"
+#include "suite/run/resume.h"
+#include "suite/run/sharding.h"
+#include "suite/run/stop_signal.h"
+#include "suite/run/unit_executor.h"
 
 namespace kvaudit::cli {
+namespace {
+
+void mpi_check(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char message[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, message, &length);
+  throw InternalError(std::string(what) + " failed: " + std::string(message, length));
+}
+
+// MPI for the duration of the command: initialised here unless the process already did, finalised
+// on the way out (also when an exception leaves the body).
+class MpiSession {
+ public:
+  MpiSession() {
+    int initialised = 0;
+    MPI_Initialized(&initialised);
+    if (!initialised) {
+      int provided = 0;
+      mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided),
+                "MPI_Init_thread");
+      owns_ = true;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm node;
+    mpi_check(
+        MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type");
+    MPI_Comm_rank(node, &local_rank_);
+    MPI_Comm_free(&node);
+  }
+  ~MpiSession() {
+    if (owns_) MPI_Finalize();
+  }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+
+ private:
+  bool owns_ = false;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
+};
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  std::string s(text, static_cast<std::size_t>(length));
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+// The exit code an exception maps to (as run_command maps it).
+int exit_code_of(const std::exception_ptr& error) {
+  if (!error) return static_cast<int>(ExitCode::ok);
+  try {
+    std::rethrow_exception(error);
+  } catch (const InputError&) {
+    return static_cast<int>(ExitCode::bad_input);
+  } catch (const model::ModelInputError&) {
+    return static_cast<int>(ExitCode::bad_input);
+  } catch (...) {
+    return static_cast<int>(ExitCode::internal_error);
+  }
+}
+
+// Every rank's code → the largest; the codes are ordered so that errors win (1 < 2) and
+// "incomplete" (3) is decided after this call, when no rank failed.
+int agree_on_code(int code) {
+  int agreed = 0;
+  mpi_check(MPI_Allreduce(&code, &agreed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+  return agreed;
+}
+
+// What rank 0 learns in phase 1 and broadcasts.
+struct LaunchState {
+  std::int64_t attempt = 1;
+  std::int64_t launch_pid = 0;
+  std::int64_t rank0_first_seq = 0;  // 1 when rank 0 used seq 0 for the salvage shard
+  std::vector<std::uint64_t> done_cells;
+};
+
+void broadcast(LaunchState& s) {
+  std::array<std::int64_t, 4> header{s.attempt, s.launch_pid, s.rank0_first_seq,
+                                     static_cast<std::int64_t>(s.done_cells.size())};
+  mpi_check(MPI_Bcast(header.data(), 4, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  s.attempt = header[0];
+  s.launch_pid = header[1];
+  s.rank0_first_seq = header[2];
+  s.done_cells.resize(static_cast<std::size_t>(header[3]));
+  // In chunks, so that counts fit an int.
+  constexpr std::size_t kChunk = 1u << 24;
+  for (std::size_t offset = 0; offset < s.done_cells.size(); offset += kChunk) {
+    const std::size_t n = std::min(kChunk, s.done_cells.size() - offset);
+    mpi_check(MPI_Bcast(s.done_cells.data() + offset, static_cast<int>(n), MPI_UINT64_T, 0,
+                        MPI_COMM_WORLD),
+              "MPI_Bcast");
+  }
+}
+
+records::ShardWriterOptions writer_options(const manifest::Manifest& m,
+                                           const manifest::Expansion& ex, const std::string& file,
+                                           const std::string& sha, const std::string& canonical,
+                                           const std::filesystem::path& shards_dir,
+                                           const MpiSession& mpi, const LaunchState& launch,
+                                           std::uint32_t seq) {
+  records::ShardWriterOptions o;
+  o.directory = shards_dir;
+  records::fill_process_provenance(o.provenance);
+  o.provenance.manifest_sha256 = sha;
+  o.provenance.manifest_path = file;
+  o.provenance.n_cells_manifest = ex.cells.size();
+  o.provenance.study_name = m.study.name;
+  o.provenance.mpi_library_version = mpi_library_version();
+  o.provenance.rank = mpi.rank();
+  o.provenance.world_size = mpi.size();
+  o.provenance.local_rank = mpi.local_rank();
+  o.provenance.global_seed = m.study.seed;
+  o.provenance.attempt = static_cast<int>(launch.attempt);
+  o.launch_pid = launch.launch_pid;
+  o.seq = seq;
+  o.manifest_canonical = canonical;
+  return o;
+}
+
+// Per-rank counts gathered to rank 0 for the summary.
+constexpr int kStats = 11;
+std::array<double, kStats> stats_of(const run::RankLoopResult& r, int code) {
+  return {static_cast<double>(r.units_assigned),
+          static_cast<double>(r.units_done),
+          static_cast<double>(r.cells_assigned),
+          static_cast<double>(r.cells_written),
+          static_cast<double>(r.cells_by_status[0]),
+          static_cast<double>(r.cells_by_status[1]),
+          static_cast<double>(r.cells_by_status[2]),
+          static_cast<double>(r.cells_by_status[3]),
+          static_cast<double>(r.cells_by_status[4]),
+          r.seconds,
+          static_cast<double>(code != 0 ? -1 : (r.stopped ? r.stop_signal : 0))};
+}
+
+void print_summary(const std::vector<double>& all, int ranks, std::size_t cells_total,
+                   std::size_t cells_done_before, std::int64_t attempt) {
+  std::size_t written = 0, assigned = 0;
+  std::array<std::size_t, 5> by_status{};
+  int stop_signal = 0;
+  bool failed = false;
+  std::cerr << "kvaudit run: summary of attempt " << attempt << " over " << ranks << " rank(s):\n";
+  for (int r = 0; r < ranks; ++r) {
+    const double* s = &all[static_cast<std::size_t>(r) * kStats];
+    const auto n = [&](int i) { return static_cast<std::size_t>(s[i]); };
+    assigned += n(2);
+    written += n(3);
+    for (int k = 0; k < 5; ++k) by_status[static_cast<std::size_t>(k)] += n(4 + k);
+    if (s[10] < 0) failed = true;
+    if (s[10] > 0) stop_signal = static_cast<int>(s[10]);
+    std::cerr << "  rank " << r << ": units " << n(1) << "/" << n(0) << ", cells " << n(3) << "/"
+              << n(2) << " (ok " << n(4) << ", oom " << n(5) << ", error " << n(6) << ", excluded "
+              << n(7) << ", abandoned " << n(8) << "), " << run::format_duration(s[9])
+              << (s[10] < 0 ? ", FAILED" : (s[10] > 0 ? ", stopped by a signal" : "")) << "\n";
+  }
+  const std::size_t remaining = assigned - written;
+  std::cerr << "kvaudit run: " << written << " cell(s) recorded now (ok " << by_status[0]
+            << ", oom " << by_status[1] << ", error " << by_status[2] << ", excluded "
+            << by_status[3] << ", abandoned " << by_status[4] << "); "
+            << cells_done_before + written << " of " << cells_total << " cells recorded in all";
+  if (remaining > 0) {
+    std::cerr << "; " << remaining << " remain";
+    if (stop_signal != 0) std::cerr << " (stopped by " << strsignal(stop_signal) << ")";
+    if (!failed) std::cerr << ": run again to resume";
+  }
+  std::cerr << "\n";
+}
+
+int run_study(const po::variables_map& vm) {
+  MpiSession mpi;
+  const std::string file = vm["manifest"].as<std::string>();
+  const bool root = mpi.rank() == 0;
+
+  // Phase 1: parse and expand everywhere; lock, resume scan and salvage on rank 0.
+  std::optional<manifest::Manifest> m;
+  manifest::Expansion ex;
+  std::string sha, canonical;
+  std::filesystem::path shards_dir;
+  LaunchState launch;
+  std::exception_ptr error;
+  try {
+    m = manifest::load_manifest(file);
+    ex = manifest::expand(*m);
+    sha = manifest::manifest_sha256(*m);
+    canonical = manifest::canonical_text(*m);
+    const auto out = study_output_dir(*m, vm);
+    shards_dir = out / "shards";
+    if (root) {
+      require_paths_exist(*m, "nothing was run");
+      manifest::require_prereg_match(out, file, sha);
+      std::cerr << "kvaudit run: " << file << " matches its preregistration ("
+                << (out / manifest::kPreregFile).string() << ", sha256 " << sha << ")\n";
+      const auto scan = run::scan_for_resume(shards_dir, sha);
+      for (const auto& line : scan.messages) std::cerr << "kvaudit run: " << line << "\n";
+      launch.attempt = scan.previous_attempts + 1;
+      launch.launch_pid = static_cast<std::int64_t>(::getpid());
+      launch.done_cells = scan.done_cells;
+      if (!scan.salvaged.empty()) {
+        const auto path = run::publish_salvaged_records(
+            scan.salvaged,
+            writer_options(*m, ex, file, sha, canonical, shards_dir, mpi, launch, 0));
+        launch.rank0_first_seq = 1;
+        std::cerr << "kvaudit run: republished " << scan.salvaged.size()
+                  << " salvaged record(s) in " << path.filename().string() << "\n";
+      }
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (const int code = agree_on_code(exit_code_of(error)); code != 0) {
+    if (error) std::rethrow_exception(error);  // printed by run_command on the failing rank(s)
+    return code;
+  }
+
+  // Phase 2: the same plan on every rank.
+  broadcast(launch);
+  std::size_t unknown_done = 0;
+  const auto pending = run::pending_units(ex, launch.done_cells, &unknown_done);
+  std::vector<run::WorkItem> items;
+  std::size_t pending_cells = 0;
+  for (std::size_t i = 0; i < pending.size(); ++i) {
+    const auto& unit = ex.units[pending[i].unit];
+    const double fraction = static_cast<double>(pending[i].cells.size()) /
+                            static_cast<double>(std::max<std::uint32_t>(1, unit.n_cells));
+    items.push_back({unit.id, i, run::UnitExecutor::estimated_cost(*m, unit) * fraction});
+    pending_cells += pending[i].cells.size();
+  }
+  const auto assignment = run::assign_longest_first(items, mpi.size());
+  const std::size_t done_before = launch.done_cells.size() - unknown_done;
+  if (root) {
+    std::cerr << "kvaudit run: attempt " << launch.attempt << ": " << ex.cells.size()
+              << " cells in " << ex.units.size() << " units; " << done_before
+              << " already recorded; " << pending_cells << " cells in " << pending.size()
+              << " units to run on " << mpi.size() << " rank(s) (CPU backend"
+              << (mpi.size() > 1 ? ", LPT by estimated cost" : "") << ")\n";
+    if (unknown_done > 0)
+      std::cerr << "kvaudit run: " << unknown_done
+                << " recorded cell id(s) are not in the manifest's expansion (ignored)\n";
+  }
+
+  // Phase 3: this rank's units.
+  run::RankLoopResult result;
+  int code = 0;
+  try {
+    run::install_stop_handlers();
+    run::UnitExecutorOptions exec_options;
+    exec_options.rank = mpi.rank();
+    exec_options.attempt = static_cast<std::int32_t>(launch.attempt);
+    run::UnitExecutor executor(*m, ex, exec_options);
+    run::RankLoopOptions loop;
+    loop.writer = writer_options(*m, ex, file, sha, canonical, shards_dir, mpi, launch,
+                                 root ? static_cast<std::uint32_t>(launch.rank0_first_seq) : 0);
+    loop.progress = &std::cerr;
+    result = run::run_rank_loop(
+        *m, ex, pending, assignment.per_rank[static_cast<std::size_t>(mpi.rank())],
+        [&executor](const manifest::Unit& u, std::span<const manifest::Cell* const> cells) {
+          return executor.execute(u, cells);
+        },
+        std::move(loop));
+  } catch (...) {
+    error = std::current_exception();
+    code = exit_code_of(error);
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::exception& e) {
+      std::cerr << "kvaudit run [rank " << mpi.rank()
+                << "]: " << (code == 1 ? "" : "internal error: ") << e.what() << "\n";
+    } catch (...) {
+      std::cerr << "kvaudit run [rank " << mpi.rank() << "]: unknown internal error\n";
+    }
+  }
+
+  // Phase 4: summary and the common exit code.
+  const auto mine = stats_of(result, code);
+  std::vector<double> all(root ? static_cast<std::size_t>(mpi.size()) * kStats : 0);
+  mpi_check(MPI_Gather(mine.data(), kStats, MPI_DOUBLE, all.data(), kStats, MPI_DOUBLE, 0,
+                       MPI_COMM_WORLD),
+            "MPI_Gather");
+  unsigned long long remaining_mine = result.cells_assigned - result.cells_written;
+  if (code != 0) remaining_mine = 0;
+  unsigned long long remaining = 0;
+  mpi_check(MPI_Allreduce(&remaining_mine, &remaining, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM,
+                          MPI_COMM_WORLD),
+            "MPI_Allreduce");
+  const int agreed = agree_on_code(code);
+  if (root) print_summary(all, mpi.size(), ex.cells.size(), done_before, launch.attempt);
+  run::restore_stop_handlers();
+  if (agreed != 0) return agreed;
+  if (remaining > 0) return static_cast<int>(ExitCode::incomplete);
+  return static_cast<int>(ExitCode::ok);
+}
+
+}  // namespace
 
 Command run_stage_command() {
   Command c;
@@ -20,24 +359,10 @@ Command run_stage_command() {
   c.options = [](po::options_description& d, po::positional_options_description& p) {
     d.add_options()("manifest", po::value<std::string>()->required(), "the study manifest (TOML)")(
         "output-dir", po::value<std::string>(),
-        "the study directory given to plan, if not "
-        "study.output_dir");
+        "the study directory given to plan, if not study.output_dir (shards go to DIR/shards)");
     p.add("manifest", 1);
   };
-  c.body = [](const po::variables_map& vm) {
-    const std::string file = vm["manifest"].as<std::string>();
-    const auto m = manifest::load_manifest(file);
-    require_paths_exist(m, "nothing was run");
-    const std::string sha = manifest::manifest_sha256(m);
-    const auto out = study_output_dir(m, vm);
-    manifest::require_prereg_match(out, file, sha);
-    std::cerr << "kvaudit run: " << file << " matches its preregistration ("
-              << (out / manifest::kPreregFile).string() << ", sha256 " << sha << ").\n"
-              << "kvaudit run: this build cannot execute cells yet: the model runtime, the "
-                 "eviction methods and the distributed runner arrive with later issues "
-                 "(docs/CLI.md). Nothing was run.\n";
-    return static_cast<int>(ExitCode::internal_error);
-  };
+  c.body = [](const po::variables_map& vm) { return run_study(vm); };
   return c;
 }
 

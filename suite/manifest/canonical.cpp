@@ -82,6 +82,8 @@ json canonical_json(const Manifest& m) {
       bj["essay"] = b.essay;
       bj["squad"] = b.squad;
       bj["hotpotqa"] = b.hotpotqa;
+      // Only when set, so that the hash of every manifest without it is what it was before.
+      if (!b.generation_tokenizer.empty()) bj["generation_tokenizer"] = b.generation_tokenizer;
     } else {
       bj["data_dir"] = b.data_dir;
     }

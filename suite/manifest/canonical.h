@@ -3,7 +3,8 @@
 // the same study (key order, whitespace, comments, number spelling, set order, explicit defaults)
 // have the same canonical text and so the same SHA-256; any change of meaning changes it.
 // Not part of the canonical form (so not of the hash): study.description, study.output_dir and
-// [sharding] (docs/MANIFEST.md says why).
+// [sharding] (docs/MANIFEST.md says why). Keys that are absent by default (a RULER benchmark's
+// generation_tokenizer) enter only when set, so adding such a key left older hashes unchanged.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -50,6 +50,10 @@ struct Benchmark {
   std::string squad;               // ruler: SQuAD v2 dev JSON (needed by qa_1)
   std::string hotpotqa;            // ruler: HotpotQA dev-distractor JSON (needed by qa_2)
   std::string data_dir;            // longbench: directory of <task>.jsonl
+  // ruler: reproduce the cross-tokenizer pitfall: size the data with this tokenizer (an HF model
+  // directory, tokenizer.json, tokenizer.model or .gguf; no chat template) instead of each
+  // evaluated model's own; "" = the model's own. Plan then reports the overflow per task.
+  std::string generation_tokenizer;
   SourcePos pos;
   std::map<std::string, SourcePos> path_pos;  // field -> where its path was written
 };

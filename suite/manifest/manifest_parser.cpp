@@ -399,6 +399,7 @@ class Parser {
         if (t->get("essay")) b.essay = path_field("essay", false);
         b.squad = path_field("squad", false);
         b.hotpotqa = path_field("hotpotqa", false);
+        b.generation_tokenizer = path_field("generation_tokenizer", false);
         for (const auto& task : b.tasks) {
           const bm::TaskSpec* spec = bm::find_task(b.kind, task);
           if (spec->data == bm::DataNeed::squad && b.squad.empty())
@@ -408,9 +409,15 @@ class Parser {
             diag_.error(f.pos(), f.field("hotpotqa"),
                         "task qa_2 needs a HotpotQA dev-distractor file; set hotpotqa = \"PATH\"");
         }
-        f.finish("name, kind, tasks, length, instances, essay, squad, hotpotqa");
+        f.finish(
+            "name, kind, tasks, length, instances, essay, squad, hotpotqa, "
+            "generation_tokenizer");
       } else {
         b.data_dir = path_field("data_dir", true);
+        if (const toml::node* n = f.get("generation_tokenizer", false))
+          diag_.error(pos_of(*n), f.field("generation_tokenizer"),
+                      "only RULER benchmarks take a generation tokenizer (LongBench prompts are "
+                      "truncated at run time with each model's own tokenizer); remove the key");
         f.finish("name, kind, tasks, length, instances, data_dir");
       }
       m_.benchmarks.push_back(std::move(b));

@@ -45,6 +45,30 @@ std::vector<std::string> check_paths(const Manifest& m) {
     check("squad", b.squad, false);
     check("hotpotqa", b.hotpotqa, false);
     check("data_dir", b.data_dir, true);
+    if (!b.generation_tokenizer.empty()) {
+      // What model::load_tokenizer accepts, checked without loading it.
+      const fs::path p = m.resolve(b.generation_tokenizer);
+      const auto it = b.path_pos.find("generation_tokenizer");
+      const SourcePos where = it != b.path_pos.end() ? it->second : b.pos;
+      const std::string field = "benchmarks." + b.name + ".generation_tokenizer";
+      const std::string ext = p.extension().string();
+      std::error_code ec;
+      if (!fs::exists(p, ec)) {
+        diag.error(where, field, p.string() + " does not exist");
+      } else if (fs::is_directory(p, ec)) {
+        if (!fs::is_regular_file(p / "tokenizer.json", ec) &&
+            !fs::is_regular_file(p / "tokenizer.model", ec))
+          diag.error(
+              where, field,
+              p.string() + " is a directory with neither tokenizer.json nor tokenizer.model");
+      } else if (!fs::is_regular_file(p, ec) ||
+                 (ext != ".json" && ext != ".model" && ext != ".gguf")) {
+        diag.error(where, field,
+                   p.string() +
+                       " is not a tokenizer (expected an HF model directory, a .json tokenizer, a "
+                       ".model SentencePiece file or a .gguf file)");
+      }
+    }
   }
   return diag.lines();
 }

@@ -1,6 +1,7 @@
 // Plan-time checks that the files a manifest names exist: model paths (an HF directory with
-// config.json, or a .gguf file) and benchmark data files. Parsing never touches the file system;
-// these checks run when a study is planned or run.
+// config.json, or a .gguf file), benchmark data files and RULER generation tokenizers (an HF
+// directory with tokenizer.json or tokenizer.model, or a .json, .model or .gguf file). Parsing
+// never touches the file system; these checks run when a study is planned or run.
 #pragma once
 
 #include <string>

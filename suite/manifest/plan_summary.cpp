@@ -154,10 +154,15 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
     os << "  " << padded(b.name, 16) << padded(std::string(benchmarks::kind_name(b.kind)), 10) << n
        << " tasks x " << b.instances << " instances = " << with_commas(n * b.instances)
        << " instances";
-    if (b.kind == benchmarks::BenchmarkKind::ruler)
+    if (b.kind == benchmarks::BenchmarkKind::ruler) {
       os << " at " << b.length << " tokens\n";
-    else
+      if (!b.generation_tokenizer.empty())
+        os << "  " << padded("", 26) << "sized with generation_tokenizer "
+           << m.resolve(b.generation_tokenizer).string()
+           << " (no chat template), not the models' own: see the tokenizer check\n";
+    } else {
       os << ", prompts truncated to " << b.length << " tokens\n";
+    }
   }
 
   os << "\ngrids (a unit is one prefill: model x backend x benchmark instance)\n";

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end tests of the kvaudit CLI: exit codes, plan output, the preregistration lock, the
-# malformed-manifest messages, and that nothing is written on error.
+# malformed-manifest messages, `generate longbench` (sample data, malformed files, refusals), and
+# that nothing is written on error.
 # Usage: cli_test.sh KVAUDIT_BINARY SOURCE_DIR WORK_DIR
 set -u
 kv=$(realpath "$1")
@@ -90,12 +91,17 @@ check "changed manifest message" contains "$work/err.txt" "already preregisters 
 check "lock untouched" test "$(sha256sum "$qs/results/quickstart/prereg.json")" = "$sum1"
 check "run refuses changed manifest" expect_rc 1 "$kv" run "$qs/manifests/changed.toml"
 check "run refusal message" contains "$work/err.txt" "differs from the preregistration"
-check "run on the locked manifest says it cannot execute" expect_rc 2 "$kv" run "$qs/manifests/quickstart.toml"
-check "run message" contains "$work/err.txt" "Nothing was run"
 check "reduce without prereg" expect_rc 1 "$kv" reduce "$work/nothing-here"
 check "reduce on a study without shards" expect_rc 1 "$kv" reduce "$qs/results/quickstart"
 check "reduce says nothing ran" contains "$work/err.txt" "no shards directory"
-check "generate says not yet" expect_rc 2 "$kv" generate ruler
+# The placeholder model cannot be loaded: every cell becomes a failed record, the rank goes on.
+check "run with an unreadable model records every cell" expect_rc 0 "$kv" run "$qs/manifests/quickstart.toml"
+check "run summary counts the failed cells" contains "$work/err.txt" "(ok 0, oom 0, error 880, excluded 0, abandoned 0); 880 of 880 cells recorded in all"
+check "rerun has nothing left to do" expect_rc 0 "$kv" run "$qs/manifests/quickstart.toml"
+check "reduce of failed cells is partial" expect_rc 3 "$kv" reduce "$qs/results/quickstart"
+check "reduce counts the failed cells" contains "$work/out.txt" "880 failed, 0 missing"
+check "generate ruler without options" expect_rc 1 "$kv" generate ruler
+check "generate ruler names --model" contains "$work/err.txt" "generate ruler: --model is required"
 check "generate unknown benchmark" expect_rc 1 "$kv" generate squad
 check "generate needs a prompt" expect_rc 1 "$kv" generate --model "$work/no-such-model.gguf"
 check "generate missing model" expect_rc 1 "$kv" generate --model "$work/no-such-model.gguf" --prompt hi
@@ -115,6 +121,153 @@ if [ -f "$smollm" ]; then
   done
 else
   echo "SKIP generate on SmolLM2: $smollm is absent (tools/fetch_default_model.sh fetches it)"
+fi
+
+# generate longbench on the sample data (tests/golden/longbench/data, made-up records).
+lbdata="$src/tests/golden/longbench/data"
+gpt2="$src/tests/golden/tokenizers/bpe_gpt2/tokenizer.json"
+lb="$work/longbench"
+mkdir -p "$lb"
+# validate_longbench FILE LIMIT TEMPLATE RULE TASK...: every line against its source record.
+validate_longbench() {
+  python3 - "$lbdata" "$@" <<'PY' >"$work/validate.txt" 2>&1 || { sed 's/^/  /' "$work/validate.txt" >&2; return 1; }
+import json, sys
+data, path, limit, template, rule, tasks = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6:]
+raw = {"trec", "triviaqa", "samsum", "lsht", "lcc", "repobench-p"}
+budget = {"hotpotqa": 32, "trec": 64, "qasper": 128, "qasper_e": 128, "gov_report": 512}
+keys = ["task", "dataset", "_id", "line", "index", "length", "answers", "all_classes",
+        "max_new_tokens", "kvpress_max_new_tokens", "chat_template", "chat_template_applied",
+        "chat_rule", "context", "question", "answer_prefix", "prompt", "prompt_add_special_tokens",
+        "tokens"]
+token_keys = ["tokenizer", "max_prompt_tokens", "original_prompt", "final_prompt", "truncated",
+              "split_context", "split_question", "split_suffix"]
+lines = open(path, encoding="utf-8").read().splitlines()
+expected = []
+for t in tasks:
+    for n, text in enumerate(open(f"{data}/{t}.jsonl", encoding="utf-8").read().splitlines()):
+        expected.append((t, n, json.loads(text)))
+assert len(lines) == len(expected), f"{len(lines)} lines, {len(expected)} records"
+truncated = 0
+records = [json.loads(text) for text in lines]
+# The chat template's overhead in tokens, seen on untruncated templated records.
+overhead = max([j["tokens"]["final_prompt"] - j["tokens"]["original_prompt"] for j in records
+                if j["chat_template_applied"] and not j["tokens"]["truncated"]], default=None)
+for j, (task, n, rec) in zip(records, expected):
+    assert list(j) == keys, list(j)
+    assert list(j["tokens"]) == token_keys, list(j["tokens"])
+    assert (j["task"], j["dataset"], j["_id"], j["line"], j["index"]) == (task, rec["dataset"], rec["_id"], n + 1, n), j["_id"]
+    assert j["answers"] == rec["answers"] and j["all_classes"] == rec["all_classes"] and j["length"] == rec["length"]
+    base = task[:-2] if task.endswith("_e") else task
+    assert j["max_new_tokens"] == budget[base] and j["kvpress_max_new_tokens"] == budget[base] + 20
+    applied = template != "none" and (rule == "always" or base not in raw)
+    assert j["chat_template_applied"] == applied and j["chat_rule"] == rule, j["_id"]
+    assert j["chat_template"] == (template if applied else "none")
+    assert j["prompt_add_special_tokens"] == (not applied)
+    t = j["tokens"]
+    assert t["max_prompt_tokens"] == limit and t["truncated"] == (t["original_prompt"] > limit), j["_id"]
+    truncated += t["truncated"]
+    if not applied:  # the raw LongBench prompt is kvpress's three parts joined
+        assert j["context"] + j["question"] + j["answer_prefix"] == j["prompt"], j["_id"]
+    else:
+        assert j["question"] in j["prompt"] and j["prompt"].count(j["context"][-40:]) >= 1
+    if not t["truncated"]:
+        assert rec["context"] in j["context"], j["_id"]
+        assert t["final_prompt"] >= t["original_prompt"] - 1, j["_id"]
+    else:
+        assert rec["context"] not in j["context"] and len(j["context"]) < len(rec["context"]) + 400
+        if not j["chat_template_applied"]:  # a few tokens at the seam
+            assert t["final_prompt"] <= limit + 4, j["_id"]
+        elif overhead is not None:  # and the template's overhead
+            assert t["final_prompt"] <= limit + overhead + 4, j["_id"]
+    assert min(t["split_context"], t["split_suffix"]) > 0
+print(truncated)
+PY
+}
+check "longbench without options" expect_rc 1 "$kv" generate longbench
+check "longbench without options message" contains "$work/err.txt" "generate longbench: --model (or --tokenizer) is required"
+check "longbench tokenizer needs a limit" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" \
+  --data "$lbdata" --tasks hotpotqa --out "$lb/nolimit.jsonl"
+check "longbench tokenizer needs a limit message" contains "$work/err.txt" "--max-prompt-tokens is required with --tokenizer"
+check "longbench tokenizer happy path" expect_rc 0 "$kv" generate longbench --tokenizer "$gpt2" \
+  --data "$lbdata" --tasks hotpotqa,trec,qasper_e --max-prompt-tokens 400 --out "$lb/gpt2.jsonl"
+cp "$work/out.txt" "$lb/gpt2.summary"
+check "longbench summary limit" contains "$lb/gpt2.summary" "prompt limit (pred.py max_length): 400 tokens (--max-prompt-tokens)"
+check "longbench summary template" contains "$lb/gpt2.summary" "chat template: none (rule longbench"
+check "longbench summary total" contains "$lb/gpt2.summary" "kvaudit generate longbench: 8 instances (3 tasks"
+check "longbench lines match the records" validate_longbench "$lb/gpt2.jsonl" 400 none longbench hotpotqa trec qasper_e
+check "longbench some truncated" test "$(cat "$work/validate.txt")" -gt 0
+# The summary's truncated column agrees with the file, task by task.
+for t in hotpotqa trec qasper_e; do
+  n=$(grep -c "\"task\":\"$t\".*\"truncated\":true" "$lb/gpt2.jsonl")
+  check "longbench summary truncated $t" test "$(awk -v t="$t" '$1 == t {print $3}' "$lb/gpt2.summary")" = "$n"
+done
+sum_lb=$(sha256sum <"$lb/gpt2.jsonl")
+check "longbench refuses to overwrite" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" \
+  --data "$lbdata" --tasks hotpotqa --max-prompt-tokens 400 --out "$lb/gpt2.jsonl"
+check "longbench overwrite message" contains "$work/err.txt" "gpt2.jsonl already exists; kvaudit never overwrites it"
+check "longbench output untouched" test "$(sha256sum <"$lb/gpt2.jsonl")" = "$sum_lb"
+check "longbench deterministic run" expect_rc 0 "$kv" generate longbench --tokenizer "$gpt2" \
+  --data "$lbdata" --tasks hotpotqa,trec,qasper_e --max-prompt-tokens 400 --out "$lb/gpt2-again.jsonl"
+check "longbench byte-identical" cmp -s "$lb/gpt2.jsonl" "$lb/gpt2-again.jsonl"
+check "longbench range" expect_rc 0 "$kv" generate longbench --tokenizer "$gpt2" --data "$lbdata" \
+  --tasks trec --max-prompt-tokens 400 --first 1 --instances 5 --out "$lb/range.jsonl"
+check "longbench range = records 1..2" test "$(cat "$lb/range.jsonl")" = "$(grep '"task":"trec"' "$lb/gpt2.jsonl" | sed -n 2,3p)"
+check "longbench range note" contains "$work/out.txt" "note: trec has 3 records; took indices 1..2 (2, not 5)"
+check "longbench first beyond the file" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" \
+  --data "$lbdata" --tasks trec --max-prompt-tokens 400 --first 3 --out "$lb/beyond.jsonl"
+check "longbench first beyond message" contains "$work/err.txt" "--first 3: $lbdata/trec.jsonl has 3 records"
+for m in "not_json narrativeqa 2 not valid JSON" "duplicate_id narrativeqa 3 field '_id': 'kvaudit-narrativeqa-00' appears twice" \
+  "trec_without_classes trec 1 field 'all_classes'"; do
+  read -r case task line what <<<"$m"
+  check "longbench malformed $case" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" \
+    --data "$src/tests/golden/longbench/malformed/$case" --tasks "$task" --max-prompt-tokens 400 --out "$lb/$case.jsonl"
+  check "longbench malformed $case names file:line" contains "$work/err.txt" "malformed/$case/$task.jsonl:$line: $what"
+  check "longbench malformed $case wrote nothing" test ! -e "$lb/$case.jsonl"
+done
+check "longbench unknown task" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" --data "$lbdata" \
+  --tasks hotpotqa,frobnicate --max-prompt-tokens 400 --out "$lb/unknown.jsonl"
+check "longbench unknown task message" contains "$work/err.txt" "longbench: unknown task 'frobnicate'; LongBench tasks are: narrativeqa,"
+check "longbench unknown task wrote nothing" test ! -e "$lb/unknown.jsonl"
+check "longbench repeated task" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" --data "$lbdata" \
+  --tasks trec,trec --max-prompt-tokens 400 --out "$lb/twice.jsonl"
+check "longbench task file missing" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" --data "$lbdata" \
+  --tasks narrativeqa,lsht --max-prompt-tokens 400 --out "$lb/missing.jsonl"
+check "longbench task file missing names it" contains "$work/err.txt" "lsht.jsonl"
+check "longbench missing file wrote nothing" test ! -e "$lb/missing.jsonl"
+check "longbench limit below 2" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" --data "$lbdata" \
+  --tasks trec --max-prompt-tokens 1 --out "$lb/one.jsonl"
+check "longbench bad rule" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" --data "$lbdata" \
+  --tasks trec --max-prompt-tokens 400 --chat-rule sometimes --out "$lb/rule.jsonl"
+check "longbench ruler option refused" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" --data "$lbdata" \
+  --tasks trec --max-prompt-tokens 400 --length 4096 --out "$lb/length.jsonl"
+check "longbench ruler option message" contains "$work/err.txt" "generate longbench: --length does not apply here"
+check "longbench data not a directory" expect_rc 1 "$kv" generate longbench --tokenizer "$gpt2" \
+  --data "$lbdata/trec.jsonl" --tasks trec --max-prompt-tokens 400 --out "$lb/notdir.jsonl"
+# --model: an HF directory (the tiny Llama's config, max_position_embeddings 512, and the GPT-2-style
+# tokenizer) gives the default limit 512 - (64 + 20) for hotpotqa + trec; --chat-template chatml
+# --chat-rule always wraps every task.
+tiny="$lb/tiny-model"
+mkdir -p "$tiny"
+cp "$src/tests/golden/tiny_models/llama/f32/config.json" "$gpt2" "$tiny/"
+check "longbench both model and tokenizer" expect_rc 1 "$kv" generate longbench --model "$tiny" --tokenizer "$gpt2" \
+  --data "$lbdata" --tasks trec --out "$lb/both.jsonl"
+check "longbench default limit" expect_rc 0 "$kv" generate longbench --model "$tiny" --data "$lbdata" \
+  --tasks hotpotqa,trec --chat-template chatml --chat-rule always --out "$lb/tiny.jsonl"
+check "longbench default limit printed" contains "$work/out.txt" "prompt limit (pred.py max_length): 428 tokens (max_position_embeddings 512 - largest kvpress max_new_tokens 84 of the chosen tasks)"
+check "longbench over window printed" contains "$work/out.txt" "over window: prompt + max_new_tokens > max_position_embeddings 512"
+check "longbench default limit lines" validate_longbench "$lb/tiny.jsonl" 428 chatml always hotpotqa trec
+if [ -f "$smollm" ]; then
+  check "longbench SmolLM2" expect_rc 0 "$kv" generate longbench --model "$smollm" --data "$lbdata" \
+    --tasks hotpotqa,trec,gov_report --out "$lb/smollm.jsonl"
+  check "longbench SmolLM2 template" contains "$work/out.txt" "chat template: chatml (rule longbench"
+  check "longbench SmolLM2 limit" contains "$work/out.txt" "prompt limit (pred.py max_length): 7660 tokens (max_position_embeddings 8192"
+  check "longbench SmolLM2 lines" validate_longbench "$lb/smollm.jsonl" 7660 chatml longbench hotpotqa trec gov_report
+  check "longbench SmolLM2 small limit" expect_rc 0 "$kv" generate longbench --model "$smollm" --data "$lbdata" \
+    --tasks hotpotqa,trec,gov_report --max-prompt-tokens 300 --out "$lb/smollm-300.jsonl"
+  check "longbench SmolLM2 small limit lines" validate_longbench "$lb/smollm-300.jsonl" 300 chatml longbench hotpotqa trec gov_report
+  check "longbench SmolLM2 truncates" test "$(cat "$work/validate.txt")" -gt 0
+else
+  echo "SKIP generate longbench on SmolLM2: $smollm is absent (tools/fetch_default_model.sh fetches it)"
 fi
 
 # inspect: the reformatted manifest has the audit's hash.

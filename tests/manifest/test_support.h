@@ -1,9 +1,10 @@
-// Shared helpers for the manifest tests: reading files of the source tree, fresh temp dirs.
+// Shared helpers for the manifest tests: reading and writing files, fresh temp dirs.
 #pragma once
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 namespace kvaudit::test {
@@ -17,6 +18,12 @@ inline std::string read_file(const std::filesystem::path& p) {
 
 inline std::filesystem::path source_path(const std::string& rel) {
   return std::filesystem::path(KVAUDIT_SOURCE_DIR) / rel;
+}
+
+inline void write_file(const std::filesystem::path& p, const std::string& content) {
+  std::ofstream out(p, std::ios::binary);
+  out << content;
+  if (!out) throw std::runtime_error("cannot write test file " + p.string());
 }
 
 // A fresh, empty directory for one test.

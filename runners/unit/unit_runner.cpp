@@ -1,0 +1,363 @@
+// The unit runner's two routes (fan-out and naive); see unit_runner.h.
+#include "runners/unit/unit_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "methods/score_memo.h"
+#include "runners/cpu/greedy_generation.h"
+#include "runners/unit/prefill_capture.h"
+
+namespace kvaudit::unit {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw std::invalid_argument("unit runner: " + message);
+}
+
+void check_tokens(std::span<const std::int32_t> ids, int vocab, const char* what) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    require(ids[i] >= 0 && ids[i] < vocab, std::string(what) + " token " + std::to_string(i) +
+                                               " has id " + std::to_string(ids[i]) +
+                                               ", outside the vocabulary [0, " +
+                                               std::to_string(vocab) + ")");
+  }
+}
+
+// Facts shared by both routes.
+struct UnitPlan {
+  std::vector<std::int32_t> prompt;  // context + question (Lq tokens)
+  int context_end = 0;               // Lc
+  int question_end = 0;              // Lq
+  CaptureOptions capture;            // boundaries left empty (each route sets its own)
+  bool any_method = false;
+
+  int boundary(const CellSpec& cell) const {
+    return cell.protocol == Protocol::query_agnostic ? context_end : question_end;
+  }
+  // Tokens fed on top of the (compressed) prefix of `boundary` tokens: the rest of the prompt,
+  // then the suffix.
+  std::vector<std::int32_t> feed(const CellSpec& cell, const UnitTokens& tokens) const {
+    std::vector<std::int32_t> ids(prompt.begin() + boundary(cell), prompt.end());
+    ids.insert(ids.end(), tokens.suffix.begin(), tokens.suffix.end());
+    return ids;
+  }
+};
+
+UnitPlan plan_unit(const cpu::CpuModel& model, const model::ModelWeights& weights,
+                   const UnitTokens& tokens, std::span<const CellSpec> cells,
+                   const UnitRunOptions& options) {
+  require(&weights.config == &model.config(),
+          "the weights '" + weights.source + "' are not the ones the model was built on");
+  require(!tokens.context.empty(), "the unit has no context tokens");
+  require(!tokens.suffix.empty(),
+          "the unit has no suffix tokens (template suffix + answer prefix)");
+  require(options.decode.max_new_tokens >= 0,
+          "max_new_tokens is " + std::to_string(options.decode.max_new_tokens) + ", must be >= 0");
+  require(options.max_batch_cells >= 0,
+          "max_batch_cells is " + std::to_string(options.max_batch_cells) + ", must be >= 0");
+  const int vocab = model.config().vocab_size;
+  check_tokens(tokens.context, vocab, "context");
+  check_tokens(tokens.question, vocab, "question");
+  check_tokens(tokens.suffix, vocab, "suffix");
+  const std::size_t total = tokens.context.size() + tokens.question.size() + tokens.suffix.size();
+  require(total < static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()),
+          "the unit has too many tokens");
+
+  UnitPlan plan;
+  plan.prompt = tokens.context;
+  plan.prompt.insert(plan.prompt.end(), tokens.question.begin(), tokens.question.end());
+  plan.context_end = static_cast<int>(tokens.context.size());
+  plan.question_end = static_cast<int>(plan.prompt.size());
+  for (const CellSpec& cell : cells) {
+    if (cell.method == nullptr) continue;
+    plan.any_method = true;
+    plan.capture.window_rows = std::max(plan.capture.window_rows, cell.method->window_needed());
+    plan.capture.column_sums = plan.capture.column_sums || cell.method->needs_column_sums();
+    plan.capture.query_moments = plan.capture.query_moments || cell.method->needs_query_moments();
+  }
+  return plan;
+}
+
+// Runs the cell's method on the views of its boundary; a throwing method fails the cell.
+// `memo` (optional) shares budget-independent scores between the cells of a unit.
+std::optional<methods::Selection> select_cell(const CellSpec& cell,
+                                              std::span<const methods::LayerCapture> layers,
+                                              const UnitRunOptions& options, CellResult& result,
+                                              methods::ScoreMemo* memo = nullptr) {
+  const Clock::time_point start = Clock::now();
+  try {
+    methods::Selection selection = cell.method->select(
+        layers, cell.budget, methods::SelectionContext{options.seed, cell.cell_key, memo});
+    result.select_seconds = seconds_since(start);
+    return selection;
+  } catch (const std::exception& error) {
+    result.select_seconds = seconds_since(start);
+    result.status = CellStatus::failed;
+    result.error = "method " + cell.method->name() + " failed: " + error.what();
+    return std::nullopt;
+  } catch (...) {  // nothing may escape the parallel loop over cells
+    result.select_seconds = seconds_since(start);
+    result.status = CellStatus::failed;
+    result.error = "method " + cell.method->name() + " failed with a non-standard exception";
+    return std::nullopt;
+  }
+}
+
+// Evicts `state` (holding positions 0..b-1, nothing evicted) down to the selection and records
+// the cell's kept counts; a selection of the wrong shape or with positions the cache does not hold
+// fails the cell.
+bool evict_cell(const CellSpec& cell, const methods::Selection* selection,
+                cpu::SequenceState& state, CellResult& result) {
+  cpu::KvCache& cache = state.kv_cache();
+  const std::int64_t layers = cache.num_layers(), heads = cache.num_kv_heads();
+  result.candidate_entries = static_cast<std::int64_t>(result.boundary) * layers * heads;
+  if (selection != nullptr) {
+    try {
+      if (static_cast<std::int64_t>(selection->kept.size()) != layers) {
+        throw std::invalid_argument("the selection has " + std::to_string(selection->kept.size()) +
+                                    " layers, the model " + std::to_string(layers));
+      }
+      for (int layer = 0; layer < layers; ++layer) {
+        const auto& per_head = selection->kept[static_cast<std::size_t>(layer)];
+        if (static_cast<std::int64_t>(per_head.size()) != heads) {
+          throw std::invalid_argument("layer " + std::to_string(layer) + " of the selection has " +
+                                      std::to_string(per_head.size()) + " KV heads, the model " +
+                                      std::to_string(heads));
+        }
+        for (int head = 0; head < heads; ++head) {
+          cache.retain(layer, head, per_head[static_cast<std::size_t>(head)]);
+        }
+      }
+    } catch (const std::exception& error) {
+      result.status = CellStatus::failed;
+      result.error =
+          "method " + cell.method->name() + " returned an invalid selection: " + error.what();
+      return false;
+    }
+  }
+  result.kept_entries = static_cast<std::int64_t>(cache.kept_entries());
+  result.kept_bytes = static_cast<std::int64_t>(cache.kept_bytes());
+  result.realised_retention =
+      result.candidate_entries > 0
+          ? static_cast<double>(result.kept_entries) / static_cast<double>(result.candidate_entries)
+          : 0.0;
+  return true;
+}
+
+cpu::GreedyOptions greedy_options(const UnitRunOptions& options) {
+  return {options.decode.max_new_tokens, options.decode.stop_token_ids};
+}
+
+void take_output(cpu::GreedyOutput output, CellResult& result) {
+  result.generated = std::move(output.tokens);
+  result.stopped_on_stop_token = output.stopped_on_eos;
+}
+
+void sum_cell_timings(UnitResult& unit) {
+  for (const CellResult& cell : unit.cells) {
+    unit.timings.select_seconds += cell.select_seconds;
+    unit.timings.evict_seconds += cell.evict_seconds;
+  }
+}
+
+}  // namespace
+
+const char* protocol_name(Protocol protocol) {
+  return protocol == Protocol::query_agnostic ? "query-agnostic" : "query-aware";
+}
+
+UnitResult run_unit(const cpu::CpuModel& model, const model::ModelWeights& weights,
+                    const UnitTokens& tokens, std::span<const CellSpec> cells,
+                    const UnitRunOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const UnitPlan plan = plan_unit(model, weights, tokens, cells, options);
+  UnitResult unit;
+  unit.context_end = plan.context_end;
+  unit.question_end = plan.question_end;
+  unit.cells.resize(cells.size());
+
+  // 1. One prefill over context + question, captured at the boundaries the evicting cells need.
+  std::unique_ptr<PrefillCapture> capture;
+  if (plan.any_method) {
+    CaptureOptions capture_options = plan.capture;
+    for (const CellSpec& cell : cells) {
+      if (cell.method != nullptr) capture_options.boundaries.push_back(plan.boundary(cell));
+    }
+    capture = std::make_unique<PrefillCapture>(model.config(), std::move(capture_options));
+  }
+  cpu::SequenceState prefilled = model.new_sequence();
+  Clock::time_point phase = Clock::now();
+  model.prefill(prefilled, plan.prompt, cpu::LogitRows::none, capture.get());
+  unit.timings.prefill_seconds = seconds_since(phase);
+
+  // 2. Selections, each on the views of its cell's boundary (built once per boundary). Cells are
+  // independent: their selections run in parallel (Method::select is const; methods keep no
+  // state), each writing only its own result.
+  std::map<int, std::vector<methods::LayerCapture>> views;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    unit.cells[i].boundary = plan.boundary(cells[i]);
+    if (cells[i].method != nullptr && !views.contains(unit.cells[i].boundary)) {
+      views.emplace(unit.cells[i].boundary, capture->layers(unit.cells[i].boundary, prefilled,
+                                                            weights, model.rope_inv_freq()));
+    }
+  }
+  // Cells that differ only in the budget share their scorer's scores (methods/score_memo.h).
+  methods::ScoreMemo memo;
+  std::vector<std::optional<methods::Selection>> selections(cells.size());
+  const std::ptrdiff_t cell_count = static_cast<std::ptrdiff_t>(cells.size());
+#pragma omp parallel for schedule(dynamic, 1) if (cell_count > 1)
+  for (std::ptrdiff_t c = 0; c < cell_count; ++c) {
+    const std::size_t i = static_cast<std::size_t>(c);
+    if (cells[i].method == nullptr) continue;
+    selections[i] =
+        select_cell(cells[i], views.at(unit.cells[i].boundary), options, unit.cells[i], &memo);
+  }
+
+  // 3–4. Per batch of cells: compact copies, feed the rest together, decode together.
+  std::vector<std::size_t> runnable;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (unit.cells[i].status == CellStatus::ok) runnable.push_back(i);
+  }
+  const std::size_t batch_limit = options.max_batch_cells > 0
+                                      ? static_cast<std::size_t>(options.max_batch_cells)
+                                      : std::max<std::size_t>(runnable.size(), 1);
+  for (std::size_t first = 0; first < runnable.size(); first += batch_limit) {
+    const std::size_t last = std::min(runnable.size(), first + batch_limit);
+    // Compact copies of the prefilled cache, one per cell, built in parallel.
+    std::vector<std::optional<cpu::SequenceState>> slots(last - first);
+    const std::ptrdiff_t slot_count = static_cast<std::ptrdiff_t>(slots.size());
+#pragma omp parallel for schedule(dynamic, 1) if (slot_count > 1)
+    for (std::ptrdiff_t k = 0; k < slot_count; ++k) {
+      const std::size_t i = runnable[first + static_cast<std::size_t>(k)];
+      CellResult& result = unit.cells[i];
+      const Clock::time_point copy_start = Clock::now();
+      try {
+        cpu::SequenceState state = prefilled;
+        state.kv_cache().truncate(result.boundary);
+        const methods::Selection* selection = selections[i] ? &*selections[i] : nullptr;
+        const bool evicted = evict_cell(cells[i], selection, state, result);
+        result.evict_seconds = seconds_since(copy_start);
+        if (!evicted) continue;
+        if (options.keep_selections && selection != nullptr) result.selection = *selection;
+        slots[static_cast<std::size_t>(k)].emplace(std::move(state));
+      } catch (const std::exception& error) {  // e.g. out of memory for the copy
+        result.evict_seconds = seconds_since(copy_start);
+        result.status = CellStatus::failed;
+        result.error = std::string("could not build the cell's cache: ") + error.what();
+      }
+    }
+    std::vector<std::size_t> batch;  // cell indices whose cache is ready
+    std::vector<cpu::SequenceState> states;
+    states.reserve(slots.size());
+    std::vector<std::vector<std::int32_t>> feeds;
+    for (std::size_t k = 0; k < slots.size(); ++k) {
+      if (!slots[k]) continue;
+      const std::size_t i = runnable[first + k];
+      states.push_back(std::move(*slots[k]));
+      slots[k].reset();
+      feeds.push_back(plan.feed(cells[i], tokens));
+      batch.push_back(i);
+    }
+    if (batch.empty()) continue;
+    std::vector<cpu::SequenceState*> pointers;
+    std::vector<std::span<const std::int32_t>> feed_spans;
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      pointers.push_back(&states[k]);
+      feed_spans.emplace_back(feeds[k]);
+    }
+    phase = Clock::now();
+    const std::vector<cpu::LogitMatrix> fed =
+        model.prefill_batch(pointers, feed_spans, cpu::LogitRows::last);
+    unit.timings.feed_seconds += seconds_since(phase);
+    cpu::LogitMatrix last_logits;
+    last_logits.rows = static_cast<int>(batch.size());
+    last_logits.vocab = model.config().vocab_size;
+    for (const cpu::LogitMatrix& m : fed) {
+      last_logits.values.insert(last_logits.values.end(), m.values.begin(), m.values.end());
+    }
+    phase = Clock::now();
+    std::vector<cpu::GreedyOutput> outputs =
+        cpu::generate_greedy_batch(model, pointers, last_logits, greedy_options(options));
+    unit.timings.decode_seconds += seconds_since(phase);
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      take_output(std::move(outputs[k]), unit.cells[batch[k]]);
+    }
+  }
+  sum_cell_timings(unit);
+  unit.timings.total_seconds = seconds_since(start);
+  return unit;
+}
+
+UnitResult run_unit_naive(const cpu::CpuModel& model, const model::ModelWeights& weights,
+                          const UnitTokens& tokens, std::span<const CellSpec> cells,
+                          const UnitRunOptions& options) {
+  const Clock::time_point start = Clock::now();
+  const UnitPlan plan = plan_unit(model, weights, tokens, cells, options);
+  UnitResult unit;
+  unit.context_end = plan.context_end;
+  unit.question_end = plan.question_end;
+  unit.cells.resize(cells.size());
+
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const CellSpec& cell = cells[i];
+    CellResult& result = unit.cells[i];
+    result.boundary = plan.boundary(cell);
+    const std::span<const std::int32_t> prefix =
+        std::span<const std::int32_t>(plan.prompt).first(static_cast<std::size_t>(result.boundary));
+
+    // Its own prefill of the protocol's prefix, with its own capture.
+    std::unique_ptr<PrefillCapture> capture;
+    if (cell.method != nullptr) {
+      CaptureOptions capture_options;
+      capture_options.boundaries = {result.boundary};
+      capture_options.window_rows = cell.method->window_needed();
+      capture_options.column_sums = cell.method->needs_column_sums();
+      capture_options.query_moments = cell.method->needs_query_moments();
+      capture = std::make_unique<PrefillCapture>(model.config(), std::move(capture_options));
+    }
+    cpu::SequenceState state = model.new_sequence();
+    Clock::time_point phase = Clock::now();
+    model.prefill(state, prefix, cpu::LogitRows::none, capture.get());
+    unit.timings.prefill_seconds += seconds_since(phase);
+
+    std::optional<methods::Selection> selection;
+    if (cell.method != nullptr) {
+      const std::vector<methods::LayerCapture> layers =
+          capture->layers(result.boundary, state, weights, model.rope_inv_freq());
+      selection = select_cell(cell, layers, options, result);
+      if (!selection) continue;
+    }
+    phase = Clock::now();
+    const bool evicted = evict_cell(cell, selection ? &*selection : nullptr, state, result);
+    result.evict_seconds = seconds_since(phase);
+    if (!evicted) continue;
+    if (options.keep_selections && selection) result.selection = std::move(selection);
+
+    const std::vector<std::int32_t> rest = plan.feed(cell, tokens);
+    phase = Clock::now();
+    const cpu::LogitMatrix last = model.prefill(state, rest, cpu::LogitRows::last);
+    unit.timings.feed_seconds += seconds_since(phase);
+    phase = Clock::now();
+    take_output(cpu::generate_greedy(model, state, last.row(0), greedy_options(options)), result);
+    unit.timings.decode_seconds += seconds_since(phase);
+  }
+  sum_cell_timings(unit);
+  unit.timings.total_seconds = seconds_since(start);
+  return unit;
+}
+
+}  // namespace kvaudit::unit

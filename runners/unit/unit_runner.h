@@ -1,0 +1,117 @@
+// The unit runner: one unit (model, backend, benchmark, task, instance) → one record per cell.
+//
+// Fan-out route, run_unit (kvaudit BRIEF §2, kvpress pipeline reference/kvpress.md §4):
+//   1. prefill prefix+context+question ONCE (Lq tokens) with a PrefillCapture at the boundaries
+//      the cells need: Lc = end of context (query-agnostic), Lq = end of question (query-aware);
+//   2. per cell: Method::select on the LayerCapture views of its protocol's boundary b;
+//   3. per cell: copy the prefilled SequenceState, truncate it to b (query-agnostic: the question's
+//      entries go), retain() each (layer, KV head)'s kept positions;
+//   4. feed the rest (query-agnostic: question + suffix; query-aware: suffix) to all cells at once
+//      (CpuModel::prefill_batch), positions continuing at the ORIGINAL length b, then greedy
+//      decode all cells together (decode_step over the still-running ones).
+// Steps 2 and 3 run in parallel over cells (OpenMP), so Method::select must be safe to call
+// concurrently (it is const; methods keep no per-call state). A full-KV cell (method == nullptr)
+// follows the same steps without eviction. A cell whose method
+// throws, or returns a selection the cache rejects, becomes a failed cell (status + message); the
+// others carry on.
+//
+// Naive route, run_unit_naive: per cell its own prefill of the protocol's prefix (b tokens) with
+// its own capture, the selection, retain, a prefill of the rest and a single-sequence greedy
+// decode. It is the reference the fan-out must equal (tests/unit_runner).
+//
+// Suffix = the chat template's tail after the question + the answer prefix; it must not be empty
+// (the last fed token's logits start the decode).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "methods/method.h"
+#include "runners/cpu/cpu_model.h"
+#include "runners/model/model_weights.h"
+
+namespace kvaudit::unit {
+
+enum class Protocol { query_agnostic, query_aware };
+
+// "query-agnostic" / "query-aware" (the manifest's spelling).
+const char* protocol_name(Protocol protocol);
+
+// A unit's tokens, tokenized separately and concatenated (BRIEF §2).
+struct UnitTokens {
+  std::vector<std::int32_t> context;   // prefix (system/template head) + context; ≥ 1 token
+  std::vector<std::int32_t> question;  // may be empty (Lc = Lq)
+  std::vector<std::int32_t> suffix;    // template suffix + answer prefix; ≥ 1 token
+};
+
+struct CellSpec {
+  const methods::Method* method = nullptr;  // nullptr: the full-KV cell (nothing evicted)
+  methods::Budget budget;
+  Protocol protocol = Protocol::query_agnostic;
+  std::uint64_t cell_key = 0;  // stable cell id (SelectionContext::cell_key)
+};
+
+struct DecodeOptions {
+  int max_new_tokens = 0;                    // ≥ 0
+  std::vector<std::int32_t> stop_token_ids;  // any of them ends a cell's answer (and is in it)
+};
+
+struct UnitRunOptions {
+  DecodeOptions decode;
+  std::uint64_t seed = 0;        // the study seed (SelectionContext::seed)
+  bool keep_selections = false;  // return each cell's kept sets (tests)
+  // Cells decoded together at most (0: all). Bounds memory: each cell holds its own compacted copy
+  // of the cache while decoding.
+  int max_batch_cells = 0;
+};
+
+enum class CellStatus { ok, failed };
+
+struct CellResult {
+  CellStatus status = CellStatus::ok;
+  std::string error;                            // why the cell failed (empty when ok)
+  std::optional<methods::Selection> selection;  // with keep_selections, for evicting cells
+  std::vector<std::int32_t> generated;          // greedy ids (incl. a final stop id)
+  bool stopped_on_stop_token = false;
+  int boundary = 0;                    // b: the compression candidates are positions 0..b-1
+  std::int64_t candidate_entries = 0;  // b · layers · KV heads
+  std::int64_t kept_entries = 0;       // entries of the cache after eviction (before feeding)
+  std::int64_t kept_bytes = 0;         // KvCache::kept_bytes() after eviction
+  double realised_retention = 0.0;     // kept_entries / candidate_entries
+  double select_seconds = 0.0;         // Method::select
+  double evict_seconds = 0.0;          // copy + truncate + retain
+};
+
+struct UnitTimings {
+  double prefill_seconds = 0.0;  // the shared prefill with capture (fan-out) / all prefills (naive)
+  double select_seconds = 0.0;   // Σ over cells (fan-out: they overlap, threads run in parallel)
+  double evict_seconds = 0.0;    // Σ over cells (likewise)
+  double feed_seconds = 0.0;     // prefills of question/suffix on the compressed caches
+  double decode_seconds = 0.0;   // greedy decoding
+  double total_seconds = 0.0;    // wall time of the whole route
+};
+
+struct UnitResult {
+  std::vector<CellResult> cells;  // in the order of the cell list
+  UnitTimings timings;
+  int context_end = 0;   // Lc
+  int question_end = 0;  // Lq
+};
+
+// The fan-out route. `weights` must be the ones `model` was built on (methods read o_proj from
+// them). Throws std::invalid_argument for other weights, an empty context or suffix, a token id
+// outside the vocabulary, negative max_new_tokens or max_batch_cells (nothing about the unit can
+// be recorded then); per-cell problems become failed cells.
+UnitResult run_unit(const cpu::CpuModel& model, const model::ModelWeights& weights,
+                    const UnitTokens& tokens, std::span<const CellSpec> cells,
+                    const UnitRunOptions& options);
+
+// The naive reference route (same inputs, same outputs; timings of its own work).
+UnitResult run_unit_naive(const cpu::CpuModel& model, const model::ModelWeights& weights,
+                          const UnitTokens& tokens, std::span<const CellSpec> cells,
+                          const UnitRunOptions& options);
+
+}  // namespace kvaudit::unit

@@ -1,0 +1,66 @@
+// Resume: which cells of a study are already done, and what remains.
+//
+// Policy (docs/RECORDS.md "Resume policy", reference/hpc.md §1.3 and §2.5):
+//   * A cell is done when a *published* shard of this study (part-*.h5 carrying the locked
+//     manifest SHA-256) holds its record, whatever the record's status: failed cells (oom, error)
+//     and excluded cells are records too and are not retried.
+//   * Temporary shards (part-*.h5.tmp) are left by ranks that died (SIGKILL, OOM killer, node
+//     loss). Their flushed records are salvaged with read_study(salvage = true), which adds a
+//     record only for a cell that no published shard holds; rank 0 then republishes exactly those
+//     records in a new shard of the new attempt (publish_salvaged_records), so the GPU time they
+//     cost is kept and every cell is counted once. The .tmp files themselves are never modified or
+//     deleted (a later read_study reports them as skipped; with salvage their cells are already
+//     present, so nothing is counted twice). A .tmp that HDF5 cannot open (killed while being
+//     created, or locked by a live writer) is reported and its cells are redone.
+//   * The attempt number of a launch is 1 + the largest attempt seen: the `attempt` attribute of
+//     every published shard and the `attempt` field of every record read (published or salvaged).
+//   * Run this only when no writer of the study is alive (a new launch of `kvaudit run`).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "suite/manifest/expansion.h"
+#include "suite/records/cell_record.h"
+#include "suite/records/shard_writer.h"
+
+namespace kvaudit::run {
+
+struct ResumeScan {
+  std::vector<std::uint64_t> done_cells;      // sorted, unique: published + salvaged
+  std::vector<records::CellRecord> salvaged;  // from .tmp shards, for cells no published shard has
+  int previous_attempts = 0;                  // the largest attempt seen (0: none)
+  std::size_t published_shards = 0;
+  std::size_t published_records = 0;  // unique cells in published shards
+  std::size_t duplicate_records = 0;  // cells seen in more than one published shard
+  std::size_t temporary_shards = 0;
+  std::vector<std::string> messages;  // one line per notable finding, for stderr
+};
+
+// Scans <shards_dir> (absent: a first run, nothing done). Throws InputError for a malformed
+// published shard or a shard of another manifest (read_study).
+ResumeScan scan_for_resume(const std::filesystem::path& shards_dir,
+                           const std::string& manifest_sha256);
+
+// Writes `records` into a new shard (options as for any shard of this launch) and publishes it;
+// returns its path. The records keep their own attempt and rank fields (who computed them).
+std::filesystem::path publish_salvaged_records(std::span<const records::CellRecord> records,
+                                               records::ShardWriterOptions options);
+
+// A unit with the cells of it not yet done.
+struct PendingUnit {
+  std::size_t unit = 0;            // index into Expansion::units
+  std::vector<std::size_t> cells;  // indices into Expansion::cells, ascending (cell id order)
+};
+
+// Units with at least one cell not in `done_cells` (sorted), in unit order. Done ids the
+// expansion does not have are counted in *unknown_done (may be null).
+std::vector<PendingUnit> pending_units(const manifest::Expansion& expansion,
+                                       std::span<const std::uint64_t> done_cells,
+                                       std::size_t* unknown_done = nullptr);
+
+}  // namespace kvaudit::run

@@ -1,0 +1,365 @@
+// UnitExecutor: see unit_executor.h.
+#include "suite/run/unit_executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "methods/method_factory.h"
+#include "runners/unit/unit_runner.h"
+#include "suite/benchmarks/metrics/task_scoring.h"
+#include "suite/manifest/canonical.h"
+#include "suite/run/generation_tokenizer.h"
+#include "suite/run/loaded_model.h"
+#include "suite/run/unit_instance.h"
+
+namespace kvaudit::run {
+
+namespace {
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+template <typename E>
+E record_enum(std::string_view name, const char* what) {
+  const auto value = records::enum_from_name<E>(name);
+  if (!value)
+    throw std::invalid_argument(std::string("unknown ") + what + " '" + std::string(name) + "'");
+  return *value;
+}
+
+std::uint32_t to_u32(std::size_t n) { return static_cast<std::uint32_t>(n); }
+
+// Marks every record not yet finished with `status` and `message`.
+void fail_all(std::vector<records::CellRecord>& out, const std::vector<bool>& finished,
+              records::CellStatus status, const std::string& message) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (finished[i]) continue;
+    out[i].status = status;
+    out[i].error = message;
+  }
+}
+
+}  // namespace
+
+struct UnitExecutor::Impl {
+  const manifest::Manifest& manifest;
+  const manifest::Expansion& expansion;
+  UnitExecutorOptions options;
+
+  // Method configurations in the factory's shape, their digests and the methods built so far.
+  std::vector<methods::MethodConfig> configs;
+  std::vector<std::string> digests;
+  std::string full_digest;
+  std::vector<std::unique_ptr<methods::Method>> built;
+  std::vector<std::string> build_errors;  // "" until built or when built fine
+  std::vector<bool> attempted;
+
+  // One model at a time (a rank's units are grouped by model; holding several large models would
+  // exhaust memory), with its benchmark instance sources; failures are remembered per model.
+  std::unique_ptr<LoadedModel> model;
+  std::map<std::size_t, std::unique_ptr<BenchmarkInstances>> instances;
+  std::map<std::size_t, std::string> model_errors;
+
+  Impl(const manifest::Manifest& m, const manifest::Expansion& e, UnitExecutorOptions o)
+      : manifest(m), expansion(e), options(o) {
+    for (const manifest::MethodConfig& c : m.methods) {
+      configs.push_back({.name = c.name, .id = c.method, .variant = c.variant, .params = c.params});
+      digests.push_back(manifest::params_digest(manifest::canonical_method(m, c)));
+    }
+    full_digest = manifest::params_digest(manifest::canonical_full_method());
+    built.resize(configs.size());
+    build_errors.resize(configs.size());
+    attempted.resize(configs.size(), false);
+  }
+
+  // The method of config `index`, or nullptr with build_errors[index] set.
+  const methods::Method* method(std::size_t index) {
+    if (!attempted[index]) {
+      attempted[index] = true;
+      const methods::ConfigResolver resolve = [this](const std::string& name) {
+        const auto it =
+            std::find_if(configs.begin(), configs.end(),
+                         [&](const methods::MethodConfig& c) { return c.name == name; });
+        return it == configs.end() ? nullptr : &*it;
+      };
+      try {
+        built[index] = methods::make_method(configs[index], resolve);
+      } catch (const std::exception& e) {
+        build_errors[index] = std::string("method config ") + configs[index].name + ": " + e.what();
+      }
+    }
+    return built[index].get();
+  }
+
+  LoadedModel& loaded_model(std::size_t index) {
+    if (const auto it = model_errors.find(index); it != model_errors.end()) {
+      throw std::runtime_error(it->second);
+    }
+    if (!model || model->index() != index) {
+      instances.clear();
+      model.reset();
+      try {
+        model = std::make_unique<LoadedModel>(manifest, index);
+      } catch (const std::bad_alloc&) {
+        throw;
+      } catch (const std::exception& e) {
+        const std::string message = "model " + manifest.models[index].name + ": " + e.what();
+        model_errors.emplace(index, message);
+        throw std::runtime_error(message);
+      }
+    }
+    return *model;
+  }
+
+  BenchmarkInstances& instances_of(LoadedModel& m, std::size_t benchmark) {
+    auto& slot = instances[benchmark];
+    if (!slot) {
+      slot = std::make_unique<BenchmarkInstances>(
+          manifest, benchmark, m, options.max_context,
+          generation_tokenizer_of(manifest, manifest.benchmarks[benchmark]));
+    }
+    return *slot;
+  }
+
+  records::CellRecord base_record(const manifest::Unit& unit, const manifest::Cell& cell) const {
+    const manifest::Benchmark& bench = manifest.benchmarks[unit.benchmark];
+    records::CellRecord r;
+    r.cell_id = cell.id;
+    r.unit_id = unit.id;
+    r.attempt = options.attempt;
+    r.rank = options.rank;
+    r.model = manifest.models[unit.model].name;
+    r.benchmark = bench.name;
+    r.task = manifest::unit_task(manifest, unit);
+    r.method = manifest::cell_method_name(manifest, cell);
+    if (cell.method < 0) {
+      r.method_id = "full";
+      r.params_digest = full_digest;
+    } else {
+      const auto mi = static_cast<std::size_t>(cell.method);
+      r.method_id = manifest.methods[mi].method;
+      r.params_digest = digests[mi];
+    }
+    r.backend = record_enum<records::Backend>(manifest::kBackends[unit.backend], "backend");
+    r.protocol = record_enum<records::Protocol>(manifest::kProtocols[cell.protocol], "protocol");
+    r.split = static_cast<records::Split>(static_cast<std::int8_t>(unit.split));
+    r.budget_kind = static_cast<records::BudgetKind>(static_cast<std::int8_t>(cell.budget_kind));
+    switch (cell.budget_kind) {
+      case manifest::BudgetKind::compression:
+        r.compression = cell.budget;
+        r.retention = 1.0 - cell.budget;
+        break;
+      case manifest::BudgetKind::retention:
+        r.retention = cell.budget;
+        r.compression = 1.0 - cell.budget;
+        break;
+      case manifest::BudgetKind::threshold:
+        r.threshold = cell.budget;
+        break;
+      case manifest::BudgetKind::none:
+        break;
+    }
+    r.instance = static_cast<std::uint32_t>(unit.instance);
+    r.nominal_length = static_cast<std::uint32_t>(bench.length);
+    return r;
+  }
+
+  static methods::Budget budget_of(const manifest::Cell& cell) {
+    methods::Budget b;
+    switch (cell.budget_kind) {
+      case manifest::BudgetKind::compression:
+        b.compression = cell.budget;
+        break;
+      case manifest::BudgetKind::retention:
+        b.compression = 1.0 - cell.budget;
+        break;
+      case manifest::BudgetKind::threshold:
+        b.threshold = cell.budget;
+        break;
+      case manifest::BudgetKind::none:
+        break;
+    }
+    return b;
+  }
+
+  // Everything after the base records: instance, fan-out, scores. Throws for unit-wide failures.
+  void run(const manifest::Unit& unit, std::span<const manifest::Cell* const> cells,
+           std::vector<records::CellRecord>& out, std::vector<bool>& finished) {
+    LoadedModel& m = loaded_model(unit.model);
+    const manifest::Benchmark& bench = manifest.benchmarks[unit.benchmark];
+    const std::string task = manifest::unit_task(manifest, unit);
+    UnitInstance instance;
+    try {
+      instance = instances_of(m, unit.benchmark).build(task, unit.instance);
+    } catch (const std::bad_alloc&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw std::runtime_error("benchmark " + bench.name + ", task " + task + ", instance " +
+                               std::to_string(unit.instance) + ": " + e.what());
+    }
+    const std::size_t n_context = instance.tokens.context.size();
+    const std::size_t n_question = instance.tokens.question.size();
+    const std::size_t n_prompt = n_context + n_question + instance.tokens.suffix.size();
+    for (auto& r : out) {
+      r.nominal_length = static_cast<std::uint32_t>(instance.nominal_length);
+      r.n_prompt_tokens = to_u32(n_prompt);
+      r.n_context_tokens = to_u32(n_context);
+      r.n_question_tokens = to_u32(n_question);
+    }
+    if (instance.excluded) {
+      fail_all(out, finished, records::CellStatus::excluded, *instance.excluded);
+      std::fill(finished.begin(), finished.end(), true);
+      return;
+    }
+
+    // One CellSpec per runnable cell; a method that cannot be built fails its cells only.
+    std::vector<unit::CellSpec> specs;
+    std::vector<std::size_t> spec_of;  // specs[k] belongs to out[spec_of[k]]
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const manifest::Cell& cell = *cells[i];
+      unit::CellSpec spec;
+      if (cell.method >= 0) {
+        const auto mi = static_cast<std::size_t>(cell.method);
+        spec.method = method(mi);
+        if (!spec.method) {
+          out[i].status = records::CellStatus::error;
+          out[i].error = build_errors[mi];
+          finished[i] = true;
+          continue;
+        }
+      }
+      spec.budget = budget_of(cell);
+      spec.protocol = std::string_view(manifest::kProtocols[cell.protocol]) == "query-aware"
+                          ? unit::Protocol::query_aware
+                          : unit::Protocol::query_agnostic;
+      spec.cell_key = cell.id;
+      specs.push_back(spec);
+      spec_of.push_back(i);
+    }
+    if (specs.empty()) return;
+
+    unit::UnitRunOptions run_options;
+    run_options.decode.max_new_tokens = instance.max_new_tokens;
+    run_options.decode.stop_token_ids = m.stop_ids();
+    run_options.seed = manifest.study.seed;
+    run_options.max_batch_cells = options.max_batch_cells;
+    const cpu::CpuModel& cpu_model = m.backend(manifest::kBackends[unit.backend]);
+    const unit::UnitResult result =
+        unit::run_unit(cpu_model, m.weights(), instance.tokens, specs, run_options);
+
+    const double prefill_ms = result.timings.prefill_seconds * 1e3;
+    const double decode_ms = (result.timings.feed_seconds + result.timings.decode_seconds) * 1e3;
+    const auto bytes_per_entry =
+        static_cast<std::uint64_t>(2 * m.weights().config.head_dim) * m.kv_bytes_per_element();
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      const unit::CellResult& c = result.cells[k];
+      records::CellRecord& r = out[spec_of[k]];
+      finished[spec_of[k]] = true;
+      r.prefill_ms = prefill_ms;
+      r.full_bytes = static_cast<std::uint64_t>(c.candidate_entries) * bytes_per_entry;
+      if (c.status != unit::CellStatus::ok) {
+        r.status = records::CellStatus::error;
+        r.error = c.error;
+        continue;
+      }
+      r.decode_ms = decode_ms;
+      r.kept_tokens = static_cast<std::uint64_t>(c.kept_entries);
+      r.kept_bytes = static_cast<std::uint64_t>(c.kept_bytes);
+      if (r.full_bytes > 0) {
+        r.realised_retention =
+            static_cast<double>(r.kept_bytes) / static_cast<double>(r.full_bytes);
+      }
+      r.n_generated_tokens = to_u32(c.generated.size());
+      std::span<const std::int32_t> answer(c.generated);
+      if (c.stopped_on_stop_token && !answer.empty()) answer = answer.first(answer.size() - 1);
+      r.output = m.tokenizer().decode(answer, /*skip_special_tokens=*/true);
+      try {
+        r.score = metrics::score_task_request(bench.kind, task, r.output, instance.answers,
+                                              instance.all_classes);
+        r.status = records::CellStatus::ok;
+      } catch (const std::exception& e) {
+        r.status = records::CellStatus::error;
+        r.error = std::string("scoring: ") + e.what();
+      }
+    }
+  }
+};
+
+UnitExecutor::UnitExecutor(const manifest::Manifest& manifest, const manifest::Expansion& expansion,
+                           UnitExecutorOptions options)
+    : impl_(std::make_unique<Impl>(manifest, expansion, options)) {
+  if (options.max_batch_cells < 0) {
+    throw std::invalid_argument("UnitExecutorOptions::max_batch_cells must be >= 0");
+  }
+}
+
+UnitExecutor::~UnitExecutor() = default;
+
+std::vector<records::CellRecord> UnitExecutor::execute(
+    const manifest::Unit& unit, std::span<const manifest::Cell* const> cells) {
+  const manifest::Manifest& m = impl_->manifest;
+  const auto& units = impl_->expansion.units;
+  if (unit.model >= m.models.size() || unit.benchmark >= m.benchmarks.size() ||
+      unit.task >= m.benchmarks[unit.benchmark].tasks.size() ||
+      unit.backend >= std::size(manifest::kBackends)) {
+    throw std::invalid_argument("UnitExecutor::execute: unit " + std::to_string(unit.id) +
+                                " does not belong to this manifest");
+  }
+  for (const manifest::Cell* cell : cells) {
+    if (cell == nullptr || cell->unit >= units.size() || units[cell->unit].id != unit.id ||
+        cell->protocol >= std::size(manifest::kProtocols) ||
+        (cell->method >= 0 && static_cast<std::size_t>(cell->method) >= m.methods.size())) {
+      throw std::invalid_argument("UnitExecutor::execute: a cell does not belong to unit " +
+                                  std::to_string(unit.id));
+    }
+  }
+
+  const std::int64_t t_start = now_ns();
+  std::vector<records::CellRecord> out;
+  out.reserve(cells.size());
+  for (const manifest::Cell* cell : cells) out.push_back(impl_->base_record(unit, *cell));
+  std::vector<bool> finished(cells.size(), false);
+  if (!cells.empty()) {
+    try {
+      impl_->run(unit, cells, out, finished);
+    } catch (const std::bad_alloc&) {
+      fail_all(out, finished, records::CellStatus::oom, "out of memory while running the unit");
+    } catch (const std::exception& e) {
+      fail_all(out, finished, records::CellStatus::error, e.what());
+    }
+  }
+  const std::int64_t t_end = now_ns();
+  for (auto& r : out) {
+    r.t_start_ns = t_start;
+    r.t_end_ns = t_end;
+    if (r.status != records::CellStatus::ok) r.score = records::kNotApplicable;
+  }
+  return out;
+}
+
+double UnitExecutor::estimated_cost(const manifest::Manifest& manifest,
+                                    const manifest::Unit& unit) {
+  const manifest::Benchmark& bench = manifest.benchmarks.at(unit.benchmark);
+  const auto length = static_cast<double>(bench.length);
+  std::string task = bench.tasks.at(unit.task);
+  const benchmarks::TaskSpec* spec = benchmarks::find_task(bench.kind, task);
+  if (spec == nullptr && task.size() > 2 && task.ends_with("_e")) {
+    spec = benchmarks::find_task(bench.kind, task.substr(0, task.size() - 2));
+  }
+  const double max_new = spec ? static_cast<double>(spec->max_new_tokens) : 64.0;
+  const auto cells = static_cast<double>(std::max<std::uint32_t>(unit.n_cells, 1));
+  // One prefill (∝ L); per cell a selection pass and a compacted copy (a small multiple of L) and
+  // a decode share (∝ max_new_tokens).
+  return length + cells * (max_new + length / 16.0);
+}
+
+}  // namespace kvaudit::run

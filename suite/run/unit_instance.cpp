@@ -1,0 +1,147 @@
+// BenchmarkInstances: see unit_instance.h.
+#include "suite/run/unit_instance.h"
+
+#include <algorithm>
+#include <span>
+#include <utility>
+
+#include "suite/benchmarks/longbench/longbench_instance.h"
+#include "suite/benchmarks/longbench/longbench_task.h"
+#include "suite/benchmarks/tokenizer_check.h"
+#include "suite/common/errors.h"
+
+namespace kvaudit::run {
+
+unit::UnitTokens tokenize_prompt_parts(const model::Tokenizer& tokenizer,
+                                       const model::PromptParts& parts) {
+  const model::EncodeOptions options{.add_special_tokens = false, .parse_special = true};
+  unit::UnitTokens tokens;
+  tokens.context = tokenizer.encode(parts.prefix_plus_context, options);
+  tokens.question = tokenizer.encode(parts.question, options);
+  tokens.suffix = tokenizer.encode(parts.suffix_plus_answer_prefix, options);
+  return tokens;
+}
+
+namespace {
+
+std::int64_t prompt_size(const unit::UnitTokens& t) {
+  return static_cast<std::int64_t>(t.context.size() + t.question.size() + t.suffix.size());
+}
+
+}  // namespace
+
+BenchmarkInstances::BenchmarkInstances(const manifest::Manifest& manifest,
+                                       std::size_t benchmark_index, const LoadedModel& model,
+                                       std::optional<std::int64_t> configured_limit,
+                                       std::optional<GenerationTokenizer> generation)
+    : manifest_(manifest),
+      benchmark_(manifest.benchmarks.at(benchmark_index)),
+      model_(model),
+      configured_limit_(configured_limit),
+      evaluated_(model.tokenizer(), model.chat_template()) {
+  if (benchmark_.kind != benchmarks::BenchmarkKind::ruler) return;
+  if (generation) {
+    generation_tokenizer_ = model::load_tokenizer(generation->path);
+    generation_measurer_ = std::make_unique<benchmarks::ruler::PromptMeasurer>(
+        *generation_tokenizer_, generation->chat_template);
+  }
+  benchmarks::ruler::RulerConfig config;
+  config.seed = manifest.study.seed;
+  config.length = benchmark_.length;
+  config.essay = benchmark_.essay == "builtin" || benchmark_.essay.empty()
+                     ? std::string("builtin")
+                     : manifest.resolve(benchmark_.essay).string();
+  if (!benchmark_.squad.empty()) config.squad = manifest.resolve(benchmark_.squad).string();
+  if (!benchmark_.hotpotqa.empty()) {
+    config.hotpotqa = manifest.resolve(benchmark_.hotpotqa).string();
+  }
+  ruler_ = std::make_unique<benchmarks::ruler::RulerGenerator>(
+      config, generation_measurer_ ? *generation_measurer_ : evaluated_);
+}
+
+BenchmarkInstances::~BenchmarkInstances() = default;
+
+benchmarks::CheckLimits BenchmarkInstances::limits() const {
+  benchmarks::CheckLimits limits;
+  limits.max_positions = model_.weights().config.max_position_embeddings;
+  limits.configured_limit = configured_limit_;
+  // RULER: the nominal length is a limit too (as `kvaudit plan` checks it); an instance sized with
+  // the evaluated tokenizer fits it by construction, one sized with a generation tokenizer may not.
+  if (benchmark_.kind == benchmarks::BenchmarkKind::ruler) {
+    limits.configured_limit =
+        std::min(benchmark_.length, configured_limit_.value_or(benchmark_.length));
+  }
+  return limits;
+}
+
+UnitInstance BenchmarkInstances::build(std::string_view task, std::int64_t index) {
+  return benchmark_.kind == benchmarks::BenchmarkKind::ruler ? build_ruler(task, index)
+                                                             : build_longbench(task, index);
+}
+
+UnitInstance BenchmarkInstances::build_ruler(std::string_view task, std::int64_t index) {
+  const benchmarks::ruler::RulerInstance instance = ruler_->generate(task, index);
+
+  model::PromptSplitInput input;
+  input.kind = model_.chat_template();
+  input.context = instance.context;
+  input.question = instance.question;
+  input.answer_prefix = instance.answer_prefix;
+  input.options.bos_text = model_.bos_text();
+
+  UnitInstance out;
+  out.tokens = tokenize_prompt_parts(model_.tokenizer(), model::split_prompt(input));
+  out.answers = instance.answers;
+  out.max_new_tokens = instance.max_new_tokens;
+  out.nominal_length = benchmark_.length;
+
+  const auto report = benchmarks::check_ruler_instances(
+      std::span<const benchmarks::ruler::RulerInstance>(&instance, 1), evaluated_, limits());
+  const benchmarks::InstanceCheck& check = report.instances.at(0);
+  if (!check.fits) {
+    out.excluded =
+        "tokenizer check: " + check.reason +
+        (generation_measurer_ ? "; generated with " + instance.tokenizer : std::string());
+  }
+  return out;
+}
+
+UnitInstance BenchmarkInstances::build_longbench(std::string_view task, std::int64_t index) {
+  auto it = longbench_.find(task);
+  if (it == longbench_.end()) {
+    auto data = benchmarks::load_longbench_task(manifest_.resolve(benchmark_.data_dir), task);
+    it = longbench_.emplace(std::string(task), std::move(data)).first;
+  }
+  const benchmarks::LongBenchTaskData& data = it->second;
+  if (index < 0 || static_cast<std::size_t>(index) >= data.records.size()) {
+    throw InputError(data.file.string() + ": benchmark " + benchmark_.name + " asks for instance " +
+                     std::to_string(index) + " of task " + std::string(task) +
+                     ", but the file holds " + std::to_string(data.records.size()) +
+                     " records (benchmarks." + benchmark_.name + ".instances is too large)");
+  }
+  benchmarks::LongBenchChatOptions chat;
+  chat.kind = model_.chat_template();
+  chat.render.bos_text = model_.bos_text();
+  chat.rule = benchmarks::LongBenchChatRule::always;
+  const benchmarks::LongBenchInstance instance = benchmarks::build_longbench_instance(
+      data.records[static_cast<std::size_t>(index)], data.task, model_.tokenizer(), chat,
+      static_cast<std::size_t>(benchmark_.length));
+
+  UnitInstance out;
+  out.tokens = tokenize_prompt_parts(model_.tokenizer(), instance.split_parts);
+  out.answers = instance.answers;
+  if (instance.all_classes) out.all_classes = *instance.all_classes;
+  out.max_new_tokens = instance.max_new_tokens;
+  out.nominal_length = benchmark_.length;
+  const std::int64_t total = prompt_size(out.tokens) + out.max_new_tokens;
+  const benchmarks::CheckLimits limit = limits();
+  if (total > limit.limit()) {
+    out.excluded = "prompt " + std::to_string(prompt_size(out.tokens)) + " + max_new_tokens " +
+                   std::to_string(out.max_new_tokens) + " = " + std::to_string(total) +
+                   " tokens > limit " + std::to_string(limit.limit()) + " (" + limit.describe() +
+                   ")";
+  }
+  return out;
+}
+
+}  // namespace kvaudit::run

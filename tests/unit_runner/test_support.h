@@ -1,0 +1,47 @@
+// Shared helpers of the unit runner's tests: the tiny golden models, deterministic token lists,
+// and an observer that records a plain prefill's per-layer tensors.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runners/cpu/prefill_observer.h"
+#include "runners/model/formats/load_weights.h"
+
+namespace kvaudit::unit::testing {
+
+// tests/golden/tiny_models/<family>/<dtype> (2 layers, 4 heads, 2 KV heads, head_dim 16, vocab
+// 300).
+inline model::ModelWeights load_tiny_model(const std::string& family, const std::string& dtype) {
+  return model::load_model_weights(std::filesystem::path(KVAUDIT_TINY_MODELS_DIR) / family / dtype);
+}
+
+// `count` ids in [low, vocab), reproducible from `seed`.
+inline std::vector<std::int32_t> random_tokens(int count, int vocab, std::uint32_t seed,
+                                               int low = 3) {
+  std::mt19937 engine(seed);
+  std::uniform_int_distribution<std::int32_t> pick(low, vocab - 1);
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
+  for (auto& id : ids) id = pick(engine);
+  return ids;
+}
+
+// Copies every layer's Q (pre- and post-RoPE), K and V of one prefill.
+class RecordingObserver : public cpu::PrefillObserver {
+ public:
+  bool wants_pre_rope_queries() const override { return true; }
+  void on_layer(const cpu::PrefillLayerView& view) override {
+    num_tokens = view.num_tokens;
+    pre_rope.emplace_back(view.queries_pre_rope.begin(), view.queries_pre_rope.end());
+    queries.emplace_back(view.queries.begin(), view.queries.end());
+    keys.emplace_back(view.keys.begin(), view.keys.end());
+    values.emplace_back(view.values.begin(), view.values.end());
+  }
+  int num_tokens = 0;
+  std::vector<std::vector<float>> pre_rope, queries, keys, values;  // [layer][T, heads, d]
+};
+
+}  // namespace kvaudit::unit::testing
