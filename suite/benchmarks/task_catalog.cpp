@@ -1,5 +1,7 @@
 #include "suite/benchmarks/task_catalog.h"
 
+#include "suite/common/errors.h"
+
 namespace kvaudit::benchmarks {
 namespace {
 
@@ -73,6 +75,24 @@ std::string task_name_list(BenchmarkKind kind) {
     s += t.name;
   }
   return s;
+}
+
+std::vector<std::string_view> split_name_list(std::string_view text, std::string_view what) {
+  std::vector<std::string_view> names;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view name = text.substr(start, end - start);
+    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+    if (name.empty()) {
+      throw InputError(std::string(what) + " '" + std::string(text) + "' has an empty name");
+    }
+    names.push_back(name);
+    start = end + 1;
+  }
+  return names;
 }
 
 }  // namespace kvaudit::benchmarks

@@ -27,4 +27,9 @@ const TaskSpec* find_task(BenchmarkKind kind, std::string_view name);
 // "a, b, c": every task name of a kind, for error messages.
 std::string task_name_list(BenchmarkKind kind);
 
+// The names of a comma-separated list ("a,b, c"), blanks around each trimmed, in order. Throws
+// InputError naming `what` and the list for an empty name (e.g. "a,,b" or a trailing comma);
+// duplicates are left to the caller.
+std::vector<std::string_view> split_name_list(std::string_view text, std::string_view what);
+
 }  // namespace kvaudit::benchmarks

@@ -275,17 +275,8 @@ std::vector<benchmarks::LongBenchTaskRef> parse_longbench_task_list(std::string_
     }
     return tasks;
   }
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view name = text.substr(start, end - start);
-    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
-    if (name.empty()) {
-      throw InputError("--tasks: LongBench task list '" + std::string(text) +
-                       "' has an empty name");
-    }
+  for (const std::string_view name :
+       benchmarks::split_name_list(text, "--tasks: LongBench task list")) {
     auto task = benchmarks::resolve_longbench_task(name);
     for (const auto& seen : tasks) {
       if (seen.name == task.name) {
@@ -293,7 +284,6 @@ std::vector<benchmarks::LongBenchTaskRef> parse_longbench_task_list(std::string_
       }
     }
     tasks.push_back(std::move(task));
-    start = end + 1;
   }
   return tasks;
 }

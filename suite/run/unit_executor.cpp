@@ -13,7 +13,7 @@
 #include "methods/method_factory.h"
 #include "runners/unit/unit_runner.h"
 #include "suite/benchmarks/metrics/task_scoring.h"
-#include "suite/manifest/canonical.h"
+#include "suite/run/cell_identity.h"
 #include "suite/run/generation_tokenizer.h"
 #include "suite/run/loaded_model.h"
 #include "suite/run/unit_instance.h"
@@ -26,14 +26,6 @@ std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-template <typename E>
-E record_enum(std::string_view name, const char* what) {
-  const auto value = records::enum_from_name<E>(name);
-  if (!value)
-    throw std::invalid_argument(std::string("unknown ") + what + " '" + std::string(name) + "'");
-  return *value;
 }
 
 std::uint32_t to_u32(std::size_t n) { return static_cast<std::uint32_t>(n); }
@@ -55,10 +47,8 @@ struct UnitExecutor::Impl {
   const manifest::Expansion& expansion;
   UnitExecutorOptions options;
 
-  // Method configurations in the factory's shape, their digests and the methods built so far.
+  // Method configurations in the factory's shape and the methods built so far.
   std::vector<methods::MethodConfig> configs;
-  std::vector<std::string> digests;
-  std::string full_digest;
   std::vector<std::unique_ptr<methods::Method>> built;
   std::vector<std::string> build_errors;  // "" until built or when built fine
   std::vector<bool> attempted;
@@ -73,9 +63,7 @@ struct UnitExecutor::Impl {
       : manifest(m), expansion(e), options(o) {
     for (const manifest::MethodConfig& c : m.methods) {
       configs.push_back({.name = c.name, .id = c.method, .variant = c.variant, .params = c.params});
-      digests.push_back(manifest::params_digest(manifest::canonical_method(m, c)));
     }
-    full_digest = manifest::params_digest(manifest::canonical_full_method());
     built.resize(configs.size());
     build_errors.resize(configs.size());
     attempted.resize(configs.size(), false);
@@ -130,46 +118,12 @@ struct UnitExecutor::Impl {
     return *slot;
   }
 
+  // The identity fields (cell_identity.h, shared with the rank loop's failure records) plus this
+  // executor's rank and attempt.
   records::CellRecord base_record(const manifest::Unit& unit, const manifest::Cell& cell) const {
-    const manifest::Benchmark& bench = manifest.benchmarks[unit.benchmark];
-    records::CellRecord r;
-    r.cell_id = cell.id;
-    r.unit_id = unit.id;
+    records::CellRecord r = cell_identity_record(manifest, unit, cell);
     r.attempt = options.attempt;
     r.rank = options.rank;
-    r.model = manifest.models[unit.model].name;
-    r.benchmark = bench.name;
-    r.task = manifest::unit_task(manifest, unit);
-    r.method = manifest::cell_method_name(manifest, cell);
-    if (cell.method < 0) {
-      r.method_id = "full";
-      r.params_digest = full_digest;
-    } else {
-      const auto mi = static_cast<std::size_t>(cell.method);
-      r.method_id = manifest.methods[mi].method;
-      r.params_digest = digests[mi];
-    }
-    r.backend = record_enum<records::Backend>(manifest::kBackends[unit.backend], "backend");
-    r.protocol = record_enum<records::Protocol>(manifest::kProtocols[cell.protocol], "protocol");
-    r.split = static_cast<records::Split>(static_cast<std::int8_t>(unit.split));
-    r.budget_kind = static_cast<records::BudgetKind>(static_cast<std::int8_t>(cell.budget_kind));
-    switch (cell.budget_kind) {
-      case manifest::BudgetKind::compression:
-        r.compression = cell.budget;
-        r.retention = 1.0 - cell.budget;
-        break;
-      case manifest::BudgetKind::retention:
-        r.retention = cell.budget;
-        r.compression = 1.0 - cell.budget;
-        break;
-      case manifest::BudgetKind::threshold:
-        r.threshold = cell.budget;
-        break;
-      case manifest::BudgetKind::none:
-        break;
-    }
-    r.instance = static_cast<std::uint32_t>(unit.instance);
-    r.nominal_length = static_cast<std::uint32_t>(bench.length);
     return r;
   }
 

@@ -18,31 +18,8 @@ work=$3
 rm -rf "$work"
 mkdir -p "$work"
 work=$(realpath "$work")
-failures=0
-passed=0
-check() {  # check NAME CONDITION...
-  local name=$1
-  shift
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    echo "FAIL: $name" >&2
-    failures=$((failures + 1))
-  fi
-}
-expect_rc() {  # expect_rc WANT CMD...
-  local want=$1
-  shift
-  "$@" >"$work/out.txt" 2>"$work/err.txt"
-  local rc=$?
-  if [ "$rc" != "$want" ]; then
-    echo "  exit $rc, wanted $want: $*" >&2
-    sed 's/^/  stderr: /' "$work/err.txt" | head -5 >&2
-    return 1
-  fi
-}
-contains() { grep -qF -- "$2" "$1" || { echo "  '$1' lacks: $2" >&2; return 1; }; }
-lacks() { ! grep -qF -- "$2" "$1" || { echo "  '$1' has: $2" >&2; return 1; }; }
+# shellcheck source=tests/cli/check_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 
 # The study: model B = an HF directory (config.json + tokenizer.json), tokenizer A = spm_ruler.

@@ -61,19 +61,11 @@ std::vector<std::string> parse_ruler_task_list(std::string_view text) {
     return names;
   }
   std::set<std::string> seen;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view name = text.substr(start, end - start);
-    while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
-    while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
-    if (name.empty()) throw InputError("RULER task list '" + std::string(text) + "': empty name");
+  for (const std::string_view name : split_name_list(text, "RULER task list")) {
     spec_of(name);
     if (!seen.insert(std::string(name)).second) {
       throw InputError("RULER task list: '" + std::string(name) + "' is named twice");
     }
-    start = end + 1;
   }
   for (const auto& t : tasks_of(BenchmarkKind::ruler)) {
     if (seen.contains(t.name)) names.push_back(t.name);
