@@ -9,7 +9,7 @@ src=$2
 work=$3
 rm -rf "$work"
 mkdir -p "$work"
-# shellcheck source=tests/cli/check_lib.sh
+# shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 
 # --help and exit codes.

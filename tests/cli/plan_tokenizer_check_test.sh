@@ -18,7 +18,7 @@ work=$3
 rm -rf "$work"
 mkdir -p "$work"
 work=$(realpath "$work")
-# shellcheck source=tests/cli/check_lib.sh
+# shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 
