@@ -100,8 +100,8 @@ TEST(Expansion, IdsDoNotDependOnOrderOrConfigNames) {
   std::vector<std::uint64_t> common;
   std::set_intersection(ids.begin(), ids.end(), changed.begin(), changed.end(),
                         std::back_inserter(common));
-  // 120 units x 2 protocols x 2 ratios of snapkv changed.
-  EXPECT_EQ(common.size(), ids.size() - 120 * 2 * 2);
+  // 40 units x 2 protocols x 2 ratios of snapkv changed.
+  EXPECT_EQ(common.size(), ids.size() - 40 * 2 * 2);
 }
 
 TEST(Expansion, OverlappingGridsProduceEachCellOnce) {
