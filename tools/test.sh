@@ -17,8 +17,9 @@ KVAUDIT_CMAKE_ARGS="-DKVAUDIT_WERROR=ON ${KVAUDIT_CMAKE_ARGS:-}" \
   bash tools/setup.sh --sanitize --no-model --build-dir build-asan
 echo "== sanitizer tests (build-asan/: ASan+UBSan; labels parser, records, statistics)"
 # LeakSanitizer: Open MPI's MPI_Init keeps one-time allocations (kvaudit run initialises MPI); they
-# are suppressed by tests/lsan_suppressions.txt, whose stacks need the slow unwinder.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \
+# are suppressed by tests/lsan_suppressions.txt. The CLI tests, which run `kvaudit run`, also set
+# fast_unwind_on_malloc=0 (tests/cli/CMakeLists.txt) so those stacks reach MPI_Init.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   LSAN_OPTIONS=suppressions=$here/tests/lsan_suppressions.txt \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'parser|records|statistics' -LE slow "$@"
