@@ -1,5 +1,6 @@
 // Tests of the ragged per-head KV cache: append/commit bookkeeping, original-length positions after
-// eviction, retain's compaction and validation, rollback of an uncommitted step, kept bytes.
+// eviction, retain's compaction and validation, truncate, rollback of an uncommitted step, kept
+// bytes.
 #include "runners/cpu/kv_cache.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,8 @@
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
+
+#include "runners/cpu/key_panels.h"
 
 namespace kvaudit::cpu {
 namespace {
@@ -109,6 +112,77 @@ TEST(KvCacheTest, AppendChecksPositionsAndDiscardUncommittedRollsBack) {
   EXPECT_EQ(cache.original_length(), 3);
   append_tokens(cache, 1);  // the cache works normally again
   EXPECT_EQ(cache.kept_count(1, 0), 4u);
+}
+
+// KvCache::truncate: dropping every entry at or after a position (also from heads already
+// compacted by retain), resetting original_length, key panels in step, errors.
+std::vector<std::int32_t> positions_of(const KvCache& cache, int layer, int kv_head) {
+  const KvHeadView head = cache.head(layer, kv_head);
+  return {head.positions.begin(), head.positions.end()};
+}
+
+TEST(KvCacheTruncateTest, DropsEntriesAtOrAfterTheLengthAndRewindsPositions) {
+  KvCache cache(2, 2, 3, 4);
+  append_tokens(cache, 40);
+  const std::vector<std::int32_t> sparse = {1, 5, 33, 38};
+  cache.retain(1, 0, sparse);
+  cache.truncate(34);
+  EXPECT_EQ(cache.original_length(), 34);
+  EXPECT_EQ(cache.next_position(), 34);
+  EXPECT_EQ(cache.kept_count(0, 0), 34u);
+  EXPECT_EQ(positions_of(cache, 1, 0), (std::vector<std::int32_t>{1, 5, 33}));
+  EXPECT_EQ(cache.kept_entries(), 34u * 3u + 3u);
+  EXPECT_EQ(cache.kept_bytes(), cache.kept_entries() * 2u * 3u * 4u);
+  // Keys, values and panels of what is left are untouched.
+  const KvHeadView head = cache.head(0, 1);
+  ASSERT_EQ(head.keys.size(), 34u * 3u);
+  EXPECT_EQ(head.keys[33 * 3 + 2], 1000.0f * 33 + 10 + 2);
+  EXPECT_EQ(head.values[33 * 3 + 2], -(1000.0f * 33 + 10 + 2));
+  ASSERT_EQ(head.key_panels.size(), key_panel_floats(34, 3));
+  // Entry 33 lives in panel 1, lane 1; lanes 2.. of that panel are zero again.
+  EXPECT_EQ(head.key_panels[1 * 3 * kKeyPanel + 2 * kKeyPanel + 1], 1000.0f * 33 + 10 + 2);
+  EXPECT_EQ(head.key_panels[1 * 3 * kKeyPanel + 2 * kKeyPanel + 2], 0.0f);
+  // Appending continues at the truncated length.
+  append_tokens(cache, 2);
+  EXPECT_EQ(cache.original_length(), 36);
+  EXPECT_EQ(positions_of(cache, 1, 0), (std::vector<std::int32_t>{1, 5, 33, 34, 35}));
+  EXPECT_EQ(cache.head(1, 0).keys[3 * 3], 1000.0f * 34);
+}
+
+TEST(KvCacheTruncateTest, EqualsACacheThatNeverHeldTheDroppedTokens) {
+  KvCache longer(1, 2, 4, 2), shorter(1, 2, 4, 2);
+  append_tokens(longer, 50);
+  append_tokens(shorter, 17);
+  longer.truncate(17);
+  for (int h = 0; h < 2; ++h) {
+    const KvHeadView a = longer.head(0, h), b = shorter.head(0, h);
+    EXPECT_EQ(std::vector<float>(a.keys.begin(), a.keys.end()),
+              std::vector<float>(b.keys.begin(), b.keys.end()));
+    EXPECT_EQ(std::vector<float>(a.values.begin(), a.values.end()),
+              std::vector<float>(b.values.begin(), b.values.end()));
+    EXPECT_EQ(std::vector<float>(a.key_panels.begin(), a.key_panels.end()),
+              std::vector<float>(b.key_panels.begin(), b.key_panels.end()));
+  }
+  // Truncating to the current length or to zero is allowed.
+  longer.truncate(17);
+  EXPECT_EQ(longer.kept_entries(), 2u * 17u);
+  longer.truncate(0);
+  EXPECT_EQ(longer.kept_entries(), 0u);
+  EXPECT_EQ(longer.original_length(), 0);
+}
+
+TEST(KvCacheTruncateTest, RejectsBadLengthsAndAnOpenStep) {
+  KvCache cache(2, 1, 2, 4);
+  append_tokens(cache, 5);
+  EXPECT_THROW(cache.truncate(6), std::invalid_argument);
+  EXPECT_THROW(cache.truncate(-1), std::invalid_argument);
+  const std::vector<std::int32_t> position = {5};
+  const std::vector<float> row = {1.0f, 2.0f};
+  cache.append_layer(0, position, row, row);
+  EXPECT_THROW(cache.truncate(3), std::logic_error);
+  cache.discard_uncommitted();
+  EXPECT_EQ(cache.original_length(), 5);
+  EXPECT_EQ(cache.kept_count(1, 0), 5u);
 }
 
 }  // namespace
