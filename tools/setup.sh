@@ -4,11 +4,14 @@
 # a model already fetched (and verified) is not fetched again, an existing build tree is reused.
 #
 # Usage: tools/setup.sh [--build-dir DIR] [--sanitize] [--no-build] [--no-model] [--jobs N]
+#                       [--build-type T] [--target NAME]...
 #   --build-dir DIR  build tree (default: build, or build-asan with --sanitize)
 #   --sanitize       configure a CPU-only ASan+UBSan build (parsers, records, statistics tests)
 #   --no-build       install packages (and the model) only
 #   --no-model       do not fetch the embedded default model
 #   --jobs N         parallel build jobs (default: nproc)
+#   --build-type T   CMAKE_BUILD_TYPE (default: RelWithDebInfo, or Debug with --sanitize)
+#   --target NAME    build only this target (repeatable; default: every target)
 # Extra CMake arguments may be given in the environment variable KVAUDIT_CMAKE_ARGS.
 set -euo pipefail
 
@@ -20,18 +23,27 @@ sanitize=0
 do_build=1
 do_model=1
 jobs=$(nproc)
+build_type=""
+targets=()
 while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir | --jobs | --build-type | --target)
+      [ $# -ge 2 ] || { echo "setup.sh: option '$1' needs a value (see --help)" >&2; exit 1; } ;;
+  esac
   case "$1" in
     --build-dir) build_dir=$2; shift 2 ;;
     --sanitize) sanitize=1; shift ;;
     --no-build) do_build=0; shift ;;
     --no-model) do_model=0; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --build-type) build_type=$2; shift 2 ;;
+    --target) targets+=("$2"); shift 2 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$1' (see --help)" >&2; exit 1 ;;
   esac
 done
 [ -n "$build_dir" ] || { [ "$sanitize" = 1 ] && build_dir=build-asan || build_dir=build; }
+[ -n "$build_type" ] || { [ "$sanitize" = 1 ] && build_type=Debug || build_type=RelWithDebInfo; }
 
 # Every Debian package the build, the tests and the quickstart need.
 packages=(
@@ -75,10 +87,15 @@ command -v ninja >/dev/null && generator=(-G Ninja)
 if [ -f "$build_dir/CMakeCache.txt" ]; then generator=(); fi
 read -r -a extra_args <<<"${KVAUDIT_CMAKE_ARGS:-}"
 if [ "$sanitize" = 1 ]; then
-  cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Debug -DKVAUDIT_SANITIZE=ON \
+  cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type" -DKVAUDIT_SANITIZE=ON \
     -DKVAUDIT_ENABLE_CUDA=OFF "${extra_args[@]}"
 else
-  cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra_args[@]}"
+  cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="$build_type" "${extra_args[@]}"
 fi
-cmake --build "$build_dir" -j "$jobs"
-echo "setup.sh: built in $build_dir"
+if [ ${#targets[@]} -gt 0 ]; then
+  cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
+  echo "setup.sh: built ${targets[*]} in $build_dir"
+else
+  cmake --build "$build_dir" -j "$jobs"
+  echo "setup.sh: built in $build_dir"
+fi

@@ -8,7 +8,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
 jobs=$(nproc)
 
-KVAUDIT_CMAKE_ARGS="-DKVAUDIT_WERROR=ON ${KVAUDIT_CMAKE_ARGS:-}" bash tools/setup.sh --build-dir build
+KVAUDIT_CMAKE_ARGS="-DKVAUDIT_WERROR=ON -DKVAUDIT_ENABLE_CUDA=ON ${KVAUDIT_CMAKE_ARGS:-}" \
+  bash tools/setup.sh --build-dir build
 echo "== tests (build/)"
 # Tests labelled `slow` (full-size end-to-end runs) are left to `ctest -L slow`.
 ctest --test-dir build --output-on-failure -j "$jobs" -LE slow "$@"

@@ -2,6 +2,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 
 #include "runners/cuda/device_probe.h"
 
@@ -52,6 +54,15 @@ DeviceProbe probe_devices() {
     p.devices.push_back(d);
   }
   return p;
+}
+
+void use_device(int index) {
+  const cudaError_t err = cudaSetDevice(index);
+  if (err != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error("cannot use CUDA device " + std::to_string(index) + ": " +
+                             cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
+  }
 }
 
 }  // namespace kvaudit::cuda

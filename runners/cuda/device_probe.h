@@ -28,6 +28,11 @@ struct DeviceProbe {
 
 DeviceProbe probe_devices();
 
+// Makes device `index` the calling thread's current device (cudaSetDevice). Throws
+// std::runtime_error naming the index and the reason when it cannot (no such device, or a build
+// without CUDA).
+void use_device(int index);
+
 // "13.0" from 13000; "none" for 0.
 inline std::string cuda_version_text(int version) {
   if (version <= 0) return "none";

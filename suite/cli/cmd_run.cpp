@@ -39,6 +39,7 @@
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
 #include "suite/manifest/prereg.h"
+#include "suite/cli/compute_device.h"
 #include "suite/records/provenance.h"
 #include "suite/run/progress.h"
 #include "suite/run/rank_loop.h"
@@ -290,8 +291,8 @@ int run_study(const po::variables_map& vm) {
     std::cerr << "kvaudit run: attempt " << launch.attempt << ": " << ex.cells.size()
               << " cells in " << ex.units.size() << " units; " << done_before
               << " already recorded; " << pending_cells << " cells in " << pending.size()
-              << " units to run on " << mpi.size() << " rank(s) (CPU backend"
-              << (mpi.size() > 1 ? ", LPT by estimated cost" : "") << ")\n";
+              << " units to run on " << mpi.size() << " rank(s)"
+              << (mpi.size() > 1 ? " (LPT by estimated cost)" : "") << "\n";
     if (unknown_done > 0)
       std::cerr << "kvaudit run: " << unknown_done
                 << " recorded cell id(s) are not in the manifest's expansion (ignored)\n";
@@ -302,13 +303,18 @@ int run_study(const po::variables_map& vm) {
   int code = 0;
   try {
     run::install_stop_handlers();
+    const ComputeDevice device =
+        choose_compute_device(vm["device"].as<std::string>(), mpi.local_rank());
+    std::cerr << "kvaudit run [rank " << mpi.rank() << "]: " << device.description << "\n";
     run::UnitExecutorOptions exec_options;
     exec_options.rank = mpi.rank();
     exec_options.attempt = static_cast<std::int32_t>(launch.attempt);
+    exec_options.use_gpu = device.gpu;
     run::UnitExecutor executor(*m, ex, exec_options);
     run::RankLoopOptions loop;
     loop.writer = writer_options(*m, ex, file, sha, canonical, shards_dir, mpi, launch,
                                  root ? static_cast<std::uint32_t>(launch.rank0_first_seq) : 0);
+    record_compute_device(device, loop.writer.provenance);
     loop.progress = &std::cerr;
     result = run::run_rank_loop(
         *m, ex, pending, assignment.per_rank[static_cast<std::size_t>(mpi.rank())],
@@ -355,11 +361,14 @@ Command run_stage_command() {
   Command c;
   c.name = "run";
   c.summary = "run a preregistered study's cells (under mpirun or srun) and record them";
-  c.usage = "kvaudit run MANIFEST [--output-dir DIR]";
+  c.usage = "kvaudit run MANIFEST [--output-dir DIR] [--device auto|cpu|cuda]";
   c.options = [](po::options_description& d, po::positional_options_description& p) {
     d.add_options()("manifest", po::value<std::string>()->required(), "the study manifest (TOML)")(
         "output-dir", po::value<std::string>(),
-        "the study directory given to plan, if not study.output_dir (shards go to DIR/shards)");
+        "the study directory given to plan, if not study.output_dir (shards go to DIR/shards)")(
+        "device", po::value<std::string>()->default_value("auto"),
+        "auto | cpu | cuda: one rank per GPU (node-local rank picks the device); auto uses a GPU "
+        "when one is visible; bf16 models run on the GPU, f32 models on the CPU backend");
     p.add("manifest", 1);
   };
   c.body = [](const po::variables_map& vm) { return run_study(vm); };

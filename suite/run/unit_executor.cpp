@@ -15,6 +15,7 @@
 #include "suite/benchmarks/metrics/task_scoring.h"
 #include "suite/run/cell_identity.h"
 #include "suite/run/generation_tokenizer.h"
+#include "suite/run/gpu_unit_backend.h"
 #include "suite/run/loaded_model.h"
 #include "suite/run/unit_instance.h"
 
@@ -56,6 +57,8 @@ struct UnitExecutor::Impl {
   // One model at a time (a rank's units are grouped by model; holding several large models would
   // exhaust memory), with its benchmark instance sources; failures are remembered per model.
   std::unique_ptr<LoadedModel> model;
+  // The CUDA backend when options.use_gpu (null otherwise, and in builds without CUDA).
+  std::unique_ptr<GpuUnitBackend> gpu;
   std::map<std::size_t, std::unique_ptr<BenchmarkInstances>> instances;
   std::map<std::size_t, std::string> model_errors;
 
@@ -67,6 +70,7 @@ struct UnitExecutor::Impl {
     built.resize(configs.size());
     build_errors.resize(configs.size());
     attempted.resize(configs.size(), false);
+    if (options.use_gpu) gpu = make_gpu_unit_backend();
   }
 
   // The method of config `index`, or nullptr with build_errors[index] set.
@@ -177,6 +181,7 @@ struct UnitExecutor::Impl {
 
     // One CellSpec per runnable cell; a method that cannot be built fails its cells only.
     std::vector<unit::CellSpec> specs;
+    std::vector<const methods::MethodConfig*> spec_configs;  // the GPU scorers read them
     std::vector<std::size_t> spec_of;  // specs[k] belongs to out[spec_of[k]]
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const manifest::Cell& cell = *cells[i];
@@ -197,6 +202,8 @@ struct UnitExecutor::Impl {
                           : unit::Protocol::query_agnostic;
       spec.cell_key = cell.id;
       specs.push_back(spec);
+      spec_configs.push_back(cell.method >= 0 ? &configs[static_cast<std::size_t>(cell.method)]
+                                              : nullptr);
       spec_of.push_back(i);
     }
     if (specs.empty()) return;
@@ -206,9 +213,14 @@ struct UnitExecutor::Impl {
     run_options.decode.stop_token_ids = m.stop_ids();
     run_options.seed = manifest.study.seed;
     run_options.max_batch_cells = options.max_batch_cells;
-    const cpu::CpuModel& cpu_model = m.backend(manifest::kBackends[unit.backend]);
+    // On the GPU when one is used and the model computes in bf16 (the CUDA backend's only
+    // numerics); otherwise on the CPU reference backend.
+    const bool on_gpu = gpu && m.weights().config.dtype == model::ComputeDtype::bf16;
     const unit::UnitResult result =
-        unit::run_unit(cpu_model, m.weights(), instance.tokens, specs, run_options);
+        on_gpu ? gpu->run(m, manifest::kBackends[unit.backend], instance.tokens, specs, spec_configs,
+                          run_options)
+               : unit::run_unit(m.backend(manifest::kBackends[unit.backend]), m.weights(),
+                                instance.tokens, specs, run_options);
 
     const double prefill_ms = result.timings.prefill_seconds * 1e3;
     const double decode_ms = (result.timings.feed_seconds + result.timings.decode_seconds) * 1e3;

@@ -18,7 +18,8 @@
 //      one unit::CellSpec per cell (methods from methods/method_factory.h, built once per config;
 //      retention r → compression 1 − r; thresholds for threshold methods; full-KV cells have no
 //      method);
-//   5. runs the fan-out route (unit::run_unit; max_new_tokens = the instance's budget), decodes
+//   5. runs the fan-out route (unit::run_unit on the CPU, or cuda::run_unit_cuda on the current
+//      GPU with options.use_gpu and a bf16 model: gpu_unit_backend.h; max_new_tokens = the instance's budget), decodes
 //      each answer without its final stop id (skip_special_tokens, as kvpress), scores it with
 //      the task's metric (suite/benchmarks/metrics/task_scoring.h) and fills the records.
 // Record fields: compression and retention are both set for ratio cells (NaN otherwise),
@@ -54,6 +55,9 @@ struct UnitExecutorOptions {
   std::int32_t attempt = 1;  // written into the records
   // Cells decoded together at most (unit::UnitRunOptions::max_batch_cells; 0 = all).
   int max_batch_cells = 0;
+  // Run units on the CUDA backend (the calling thread's current device, see cuda::use_device)
+  // when the model's dtype is bf16; f32 models, and builds without CUDA, use the CPU backend.
+  bool use_gpu = false;
   // The configured runtime context (tokens), if any: the tokenizer check's limit is
   // min(max_position_embeddings, this); instances over it are `excluded`.
   std::optional<std::int64_t> max_context;

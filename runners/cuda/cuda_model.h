@@ -1,0 +1,116 @@
+// CudaModel: the CUDA backend's forward pass for Llama / Qwen2 / Mistral decoders, bf16 on the
+// GPU, the twin of cpu::CpuModel (runners/cpu/cpu_model.h) running cast_to_bf16(weights): same
+// decoder block, same rounding points (inference-anchors.md §2.9), same masking, both attention
+// backends, ragged per-head caches with the CPU KvCache's position rules.
+//
+// Per forward call (R rows = the new tokens of every sequence, stacked):
+//   embed → per layer: rms_norm → fused QKV GEMM (+bias) → RoPE, split, append K/V to each
+//   sequence's DeviceKvCache → [observer] → attention per sequence (sdpa: FlashAttention-2 kernel;
+//   eager: materialized chunks through cuBLAS; one new row per sequence: the batched decode
+//   kernel) → o_proj GEMM → residual → rms_norm → fused gate|up GEMM → SiLU·up → down GEMM →
+//   residual; then final norm and lm_head on the rows that need logits.
+// GEMMs: cuBLASLt, bf16 in, fp32 accumulation, bf16 out (gemm.h). Kernels: kernels/, attention/.
+// decode_step replays a CUDA graph per batch composition (captured on its second use; the first
+// runs eagerly), so a decode step costs one launch plus the token/position upload.
+//
+// One CudaModel per GPU and per thread: it owns a stream, a cuBLAS handle and grow-only working
+// buffers, so calls on one model must not overlap. Logits come back as f32 copies of bf16 values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runners/cpu/cpu_model.h"
+#include "runners/cpu/logit_matrix.h"
+#include "runners/cuda/attention/prefill_attention.h"
+#include "runners/cuda/cuda_prefill_observer.h"
+#include "runners/cuda/device_kv_cache.h"
+#include "runners/cuda/device_weights.h"
+#include "runners/cuda/gemm.h"
+
+namespace kvaudit::cuda {
+
+struct CudaModelOptions {
+  // Bound on the eager backend's materialized scores per chunk (prefill_attention.h).
+  std::size_t eager_workspace_bytes = std::size_t{512} << 20;
+  std::size_t gemm_workspace_bytes = std::size_t{64} << 20;
+  // Replay decode steps from CUDA graphs (off: every step launches its kernels).
+  bool cuda_graphs = true;
+};
+
+class CudaModel {
+ public:
+  // Uploads the weights (rounded to bf16) to the current device.
+  CudaModel(const model::ModelWeights& weights, cpu::AttentionBackend backend,
+            CudaModelOptions options = {});
+  // Takes weights already on the device (benchmarks with random weights).
+  CudaModel(DeviceWeights weights, cpu::AttentionBackend backend, CudaModelOptions options = {});
+  ~CudaModel();
+  CudaModel(const CudaModel&) = delete;
+  CudaModel& operator=(const CudaModel&) = delete;
+
+  const model::ModelConfig& config() const { return weights_.config; }
+  cpu::AttentionBackend backend() const { return backend_; }
+  const DeviceWeights& weights() const { return weights_; }
+  cudaStream_t stream() const { return stream_; }
+  std::span<const float> rope_inv_freq() const { return inv_freq_; }
+
+  // An empty sequence holding at most `capacity` entries per (layer, KV head).
+  DeviceKvCache new_sequence(int capacity) const;
+
+  // As cpu::CpuModel::prefill: `tokens` continue the sequence (positions from its original
+  // length). The observer (optional) sees every layer (cuda_prefill_observer.h).
+  cpu::LogitMatrix prefill(DeviceKvCache& sequence, std::span<const std::int32_t> tokens,
+                           cpu::LogitRows rows, CudaPrefillObserver* observer = nullptr);
+  std::vector<cpu::LogitMatrix> prefill_batch(
+      std::span<DeviceKvCache* const> sequences,
+      std::span<const std::span<const std::int32_t>> tokens, cpu::LogitRows rows);
+  // One token per sequence; logits [batch, vocab].
+  cpu::LogitMatrix decode_step(std::span<DeviceKvCache* const> batch,
+                               std::span<const std::int32_t> tokens);
+
+  // Waits for the model's stream.
+  void synchronize() const;
+
+ private:
+  struct Workspace;
+  struct DecodeGraph;
+
+  void initialise();
+  void ensure_rope_table(std::int64_t positions);
+  void ensure_workspace(std::size_t rows);
+  // The layers, on the rows already embedded into the workspace; logits for `logit_rows`.
+  void run_layers(Workspace& ws, std::span<DeviceKvCache* const> sequences,
+                  std::span<const std::size_t> first_row,
+                  std::size_t total_rows, const DeviceSequenceKv* device_sequences,
+                  std::span<const std::int32_t> host_positions, bool single_row_per_sequence,
+                  CudaPrefillObserver* observer);
+  // Final norm and lm_head on ws.logit_row_index's first `logit_rows` rows → ws.logits.
+  void run_logits(Workspace& ws, int logit_rows);
+  std::vector<cpu::LogitMatrix> forward(std::span<DeviceKvCache* const> sequences,
+                                        std::span<const std::span<const std::int32_t>> tokens,
+                                        cpu::LogitRows rows, CudaPrefillObserver* observer);
+  void validate(std::span<DeviceKvCache* const> sequences,
+                std::span<const std::span<const std::int32_t>> tokens) const;
+
+  DeviceWeights weights_;
+  cpu::AttentionBackend backend_;
+  CudaModelOptions options_;
+  std::vector<float> inv_freq_;
+  float scale_ = 0.0f;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::unique_ptr<Gemm> gemm_;
+  std::unique_ptr<EagerWorkspace> eager_workspace_;
+  std::int64_t rope_positions_ = 0;
+  DeviceBuffer<float> rope_cos_;  // [rope_positions_, d]
+  DeviceBuffer<float> rope_sin_;
+  std::unique_ptr<Workspace> workspace_;
+  std::map<std::vector<std::uintptr_t>, std::unique_ptr<DecodeGraph>> decode_graphs_;
+};
+
+}  // namespace kvaudit::cuda

@@ -1,0 +1,185 @@
+// The GPU unit runner against the CPU one on the same bf16 weights: kept-set overlap per method
+// (GPU scorers + GPU top-k where they exist, CPU methods on GPU-captured data otherwise) and
+// greedy answers, on SmolLM2 with a real chat prompt (and the tiny llama without a tokenizer).
+//   overlap(method) = Σ_cells Σ_(layer, head) |kept_gpu ∩ kept_cpu| / Σ |kept_cpu|
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "methods/method_factory.h"
+#include "runners/cuda/cuda_unit_runner.h"
+#include "runners/model/chat/prompt_split.h"
+#include "runners/model/tokenizer/tokenizer.h"
+#include "tests/cuda/gpu_test_support.h"
+#include "tests/cuda/model/model_fixtures.h"
+
+namespace kvaudit::cuda::test {
+namespace {
+
+using unit::CellSpec;
+using unit::Protocol;
+
+struct MethodUnderTest {
+  std::string id;
+  methods::MethodConfig config;
+  std::unique_ptr<methods::Method> method;
+  std::optional<GpuScorerSpec> gpu;
+};
+
+std::vector<MethodUnderTest> methods_under_test() {
+  static const methods::MethodConfig snap{.name = "snap", .id = "snapkv", .variant = "", .params = {}};
+  const methods::ConfigResolver resolve = [&](const std::string& name) {
+    return name == "snap" ? &snap : nullptr;
+  };
+  std::vector<MethodUnderTest> made;
+  for (const char* id : {"knorm", "keydiff", "tova", "snapkv", "observed_attention",
+                         "expected_attention", "streaming_llm", "pyramidkv", "adakv", "chunkkv",
+                         "criticalkv", "h2o", "defensivekv", "random"}) {
+    MethodUnderTest m;
+    m.id = id;
+    m.config = methods::MethodConfig{.name = id, .id = id, .variant = "", .params = {}};
+    if (m.id == "adakv" || m.id == "chunkkv" || m.id == "criticalkv") {
+      m.config.params["scorer"] = std::string("snap");
+    }
+    m.method = methods::make_method(m.config, resolve);
+    m.gpu = gpu_scorer_spec(m.config);
+    made.push_back(std::move(m));
+  }
+  return made;
+}
+
+struct Tally {
+  std::int64_t common = 0, cpu_kept = 0;
+  int cells = 0, identical_answers = 0;
+};
+
+void compare_unit(const model::ModelWeights& weights, cpu::AttentionBackend backend,
+                  const unit::UnitTokens& tokens, std::map<std::string, Tally>& tally,
+                  std::vector<MethodUnderTest>& methods) {
+  const cpu::CpuModel cpu_model(weights, backend, cpu_twin_options());
+  CudaModel gpu_model(weights, backend);
+  std::vector<CellSpec> cells;
+  std::vector<std::optional<GpuScorerSpec>> gpu;
+  std::vector<std::string> names;
+  std::uint64_t key = 1;
+  for (Protocol protocol : {Protocol::query_agnostic, Protocol::query_aware}) {
+    cells.push_back({nullptr, {}, protocol, key++});
+    gpu.emplace_back();
+    names.push_back("full");
+    for (auto& m : methods) {
+      for (double cr : {0.5, 0.75}) {
+        cells.push_back({m.method.get(), {.compression = cr}, protocol, key++});
+        gpu.push_back(m.gpu);
+        names.push_back(m.id);
+      }
+    }
+  }
+  unit::UnitRunOptions options;
+  options.decode.max_new_tokens = 12;
+  for (int eos : weights.config.eos_token_ids) options.decode.stop_token_ids.push_back(eos);
+  options.seed = 2026;
+  options.keep_selections = true;
+  const unit::UnitResult on_cpu = unit::run_unit(cpu_model, weights, tokens, cells, options);
+  const unit::UnitResult on_gpu = run_unit_cuda(gpu_model, weights, tokens, cells, options, gpu);
+  ASSERT_EQ(on_gpu.cells.size(), cells.size());
+  std::printf("[kept] unit Lc=%d Lq=%d: CPU %.2f s, GPU %.2f s (prefill %.3f, select %.3f, feed %.3f, decode %.3f)\n",
+              on_cpu.context_end, on_cpu.question_end, on_cpu.timings.total_seconds,
+              on_gpu.timings.total_seconds, on_gpu.timings.prefill_seconds,
+              on_gpu.timings.select_seconds, on_gpu.timings.feed_seconds,
+              on_gpu.timings.decode_seconds);
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const auto& a = on_cpu.cells[i];
+    const auto& b = on_gpu.cells[i];
+    EXPECT_EQ(b.status, a.status) << names[i] << ": " << b.error << " / " << a.error;
+    if (a.status != unit::CellStatus::ok || b.status != unit::CellStatus::ok) continue;
+    Tally& t = tally[names[i]];
+    ++t.cells;
+    if (a.generated == b.generated) ++t.identical_answers;
+    EXPECT_EQ(b.boundary, a.boundary);
+    if (!a.selection || !b.selection) continue;
+    for (std::size_t l = 0; l < a.selection->kept.size(); ++l) {
+      for (std::size_t h = 0; h < a.selection->kept[l].size(); ++h) {
+        const auto& x = a.selection->kept[l][h];
+        const auto& y = b.selection->kept[l][h];
+        std::vector<std::int32_t> both;
+        std::set_intersection(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(both));
+        t.common += static_cast<std::int64_t>(both.size());
+        t.cpu_kept += static_cast<std::int64_t>(x.size());
+      }
+    }
+  }
+}
+
+void report_and_check(const std::string& label, const std::map<std::string, Tally>& tally) {
+  for (const auto& [name, t] : tally) {
+    const double overlap = t.cpu_kept > 0 ? double(t.common) / double(t.cpu_kept) : 1.0;
+    std::printf("[kept] %s %-20s overlap %.4f (%lld of %lld kept entries), answers identical %d/%d\n",
+                label.c_str(), name.c_str(), overlap, static_cast<long long>(t.common),
+                static_cast<long long>(t.cpu_kept), t.identical_answers, t.cells);
+    if (t.cpu_kept > 0) {
+      EXPECT_GE(overlap, 0.99) << label << " " << name;
+    }
+  }
+}
+
+TEST(CudaUnitRunner, KeptSetsAndAnswersMatchTheCpuRunnerOnSmolLM2) {
+  KVAUDIT_REQUIRE_GPU();
+  if (!std::filesystem::exists(smollm2_gguf())) {
+    GTEST_SKIP() << "SmolLM2 GGUF not found at " << smollm2_gguf() << " (KVAUDIT_SMOLLM2_GGUF overrides)";
+  }
+  const model::ModelWeights& weights = bf16_weights(smollm2_gguf());
+  const std::unique_ptr<model::Tokenizer> tokenizer = model::load_tokenizer(smollm2_gguf());
+  auto methods = methods_under_test();
+  for (cpu::AttentionBackend backend : {cpu::AttentionBackend::sdpa, cpu::AttentionBackend::eager}) {
+    std::map<std::string, Tally> tally;
+    for (int variant = 0; variant < 1; ++variant) {  // one chat unit per backend (device time)
+      std::string context;
+      for (int i = 0; i < 24; ++i) {
+        context += "Record " + std::to_string(i + 1) + ": the courier from city " +
+                   std::to_string((i * 7 + variant) % 17) + " delivered " +
+                   std::to_string(11 + (i * 37 + variant * 13) % 89) + " parcels to warehouse " +
+                   static_cast<char>('A' + (i + variant) % 26) + ". ";
+      }
+      model::PromptSplitInput input;
+      input.kind = model::ChatTemplateKind::chatml;
+      input.context = context;
+      input.question = "How many parcels did record " + std::to_string(12 + variant) + " deliver?";
+      input.answer_prefix = "Answer:";
+      const model::PromptParts parts = model::split_prompt(input);
+      const model::EncodeOptions plain{.add_special_tokens = false, .parse_special = true};
+      unit::UnitTokens tokens;
+      tokens.context = tokenizer->encode(parts.prefix_plus_context, plain);
+      tokens.question = tokenizer->encode(parts.question, plain);
+      tokens.suffix = tokenizer->encode(parts.suffix_plus_answer_prefix, plain);
+      compare_unit(weights, backend, tokens, tally, methods);
+    }
+    report_and_check(std::string("SmolLM2 ") + (backend == cpu::AttentionBackend::sdpa ? "sdpa" : "eager"),
+                     tally);
+  }
+}
+
+TEST(CudaUnitRunner, KeptSetsMatchTheCpuRunnerOnTheTinyLlama) {
+  KVAUDIT_REQUIRE_GPU();
+  const model::ModelWeights& weights = bf16_weights(tiny_models_dir() / "llama" / "bf16");
+  auto methods = methods_under_test();
+  std::map<std::string, Tally> tally;
+  unit::UnitTokens tokens;
+  std::uint32_t state = 99;
+  auto next = [&]() {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<std::int32_t>((state >> 8) % 300u);
+  };
+  for (int i = 0; i < 180; ++i) tokens.context.push_back(next());
+  for (int i = 0; i < 20; ++i) tokens.question.push_back(next());
+  for (int i = 0; i < 4; ++i) tokens.suffix.push_back(next());
+  compare_unit(weights, cpu::AttentionBackend::sdpa, tokens, tally, methods);
+  report_and_check("tiny llama sdpa", tally);
+}
+
+}  // namespace
+}  // namespace kvaudit::cuda::test
