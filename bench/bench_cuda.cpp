@@ -55,29 +55,6 @@ std::string format(const char* pattern, double a, double b = 0, double c = 0) {
   return text;
 }
 
-kvaudit::model::ModelConfig llama31_8b() {
-  kvaudit::model::ModelConfig c;
-  c.architecture = kvaudit::model::Architecture::llama;
-  c.architecture_name = "LlamaForCausalLM (random weights)";
-  c.hidden_size = 4096;
-  c.intermediate_size = 14336;
-  c.num_layers = 32;
-  c.num_heads = 32;
-  c.num_kv_heads = 8;
-  c.head_dim = 128;
-  c.vocab_size = 128256;
-  c.rms_norm_eps = 1e-5;
-  c.rope.theta = 500000.0;
-  c.rope.scaling = kvaudit::model::RopeScalingType::llama3;
-  c.rope.factor = 8.0;
-  c.rope.low_freq_factor = 1.0;
-  c.rope.high_freq_factor = 4.0;
-  c.rope.original_max_position_embeddings = 8192;
-  c.max_position_embeddings = 131072;
-  c.dtype = kvaudit::model::ComputeDtype::bf16;
-  return c;
-}
-
 double linear_flops_per_token(const kvaudit::model::ModelConfig& c) {
   const double h = c.hidden_size, q = double(c.num_heads) * c.head_dim,
                kv = double(c.num_kv_heads) * c.head_dim, inter = c.intermediate_size;
@@ -139,10 +116,12 @@ void attention_alone(AttentionBackend backend, int tokens, int repeats) {
   kc::fill_random_bf16(seq.values, slots * d, 4, 1.0f, 0.0f, nullptr);
   std::vector<std::int32_t> positions(slots);
   for (std::size_t i = 0; i < slots; ++i) positions[i] = static_cast<std::int32_t>(i % tokens);
-  KVAUDIT_CUDA_CHECK(cudaMemcpy(seq.positions, positions.data(), slots * 4, cudaMemcpyHostToDevice));
+  KVAUDIT_CUDA_CHECK(
+      cudaMemcpy(seq.positions, positions.data(), slots * 4, cudaMemcpyHostToDevice));
   std::vector<std::int32_t> lengths(kv_heads, tokens);
   KVAUDIT_CUDA_CHECK(cudaMemcpy(seq.lengths, lengths.data(), kv_heads * 4, cudaMemcpyHostToDevice));
-  kc::DeviceBuffer<kc::bf16> q(std::size_t(tokens) * heads * d), out(std::size_t(tokens) * heads * d);
+  kc::DeviceBuffer<kc::bf16> q(std::size_t(tokens) * heads * d),
+      out(std::size_t(tokens) * heads * d);
   kc::fill_random_bf16(q.data(), q.size(), 5, 1.0f, 0.0f, nullptr);
   kc::DeviceBuffer<std::int32_t> query_positions(tokens);
   query_positions.upload(std::span<const std::int32_t>(positions.data(), std::size_t(tokens)));
@@ -212,7 +191,8 @@ void prefill(kc::CudaModel& model, int tokens, int repeats, double gemm_ceiling)
          format("%.0f TFLOP/s = MFU %.1f%% of 989; %.1f%% of measured GEMM ceiling",
                 flops / best / 1e12, 100.0 * flops / best / kPeakBf16,
                 100.0 * flops / best / gemm_ceiling));
-  report("  " + name + " floor at 989 TFLOP/s", format("%.1f ms (%.1f TFLOP)", flops / kPeakBf16 * 1e3, flops / 1e12));
+  report("  " + name + " floor at 989 TFLOP/s",
+         format("%.1f ms (%.1f TFLOP)", flops / kPeakBf16 * 1e3, flops / 1e12));
 }
 
 void decode(kc::CudaModel& model, int batch, int context, int steps) {
@@ -233,13 +213,13 @@ void decode(kc::CudaModel& model, int batch, int context, int steps) {
   const auto start = std::chrono::steady_clock::now();
   for (int s = 0; s < steps; ++s) model.decode_step(pointers, tokens);
   const double per_step = seconds_since(start) / steps;
-  const double kv_bytes = double(batch) * (context + steps) * c.num_layers * c.num_kv_heads *
-                          c.head_dim * 2.0 * 2.0;
+  const double kv_bytes =
+      double(batch) * (context + steps) * c.num_layers * c.num_kv_heads * c.head_dim * 2.0 * 2.0;
   const double bytes = double(kc::device_weight_bytes(c)) + kv_bytes;
   report(std::string("decode ") + (model.backend() == AttentionBackend::sdpa ? "sdpa" : "eager") +
              " batch " + std::to_string(batch) + " ctx " + std::to_string(context),
-         format("%.2f ms/step, %.0f tok/s, %.0f GB/s effective", per_step * 1e3,
-                batch / per_step, bytes / per_step / 1e9));
+         format("%.2f ms/step, %.0f tok/s, %.0f GB/s effective", per_step * 1e3, batch / per_step,
+                bytes / per_step / 1e9));
 }
 
 }  // namespace
@@ -262,15 +242,18 @@ int main(int argc, char** argv) {
       kc::Gemm gemm;
       ceiling = gemm_rate(gemm, 8192, 8192, 8192, quick ? 5 : 20);
       report("ceiling: cuBLASLt bf16 GEMM 8192^3", format("%.0f TFLOP/s", ceiling / 1e12));
-      report("  GEMM 8192x4096 -> 6144 (fused QKV)", format("%.0f TFLOP/s", gemm_rate(gemm, 8192, 4096, 6144, 10) / 1e12));
-      report("  GEMM 8192x4096 -> 28672 (gate|up)", format("%.0f TFLOP/s", gemm_rate(gemm, 8192, 4096, 28672, 10) / 1e12));
-      report("  GEMM 8192x14336 -> 4096 (down)", format("%.0f TFLOP/s", gemm_rate(gemm, 8192, 14336, 4096, 10) / 1e12));
+      report("  GEMM 8192x4096 -> 6144 (fused QKV)",
+             format("%.0f TFLOP/s", gemm_rate(gemm, 8192, 4096, 6144, 10) / 1e12));
+      report("  GEMM 8192x4096 -> 28672 (gate|up)",
+             format("%.0f TFLOP/s", gemm_rate(gemm, 8192, 4096, 28672, 10) / 1e12));
+      report("  GEMM 8192x14336 -> 4096 (down)",
+             format("%.0f TFLOP/s", gemm_rate(gemm, 8192, 14336, 4096, 10) / 1e12));
     }
     for (AttentionBackend backend : {AttentionBackend::sdpa, AttentionBackend::eager}) {
       attention_alone(backend, 8192, quick ? 2 : 5);
       if (!quick) attention_alone(backend, 32768, 2);
     }
-    const auto config = llama31_8b();
+    const auto config = kc::llama31_8b_shapes();
     for (AttentionBackend backend : {AttentionBackend::sdpa, AttentionBackend::eager}) {
       kc::CudaModel model(kc::random_device_weights(config, 2026), backend);
       prefill(model, 8192, quick ? 2 : 3, ceiling);

@@ -171,13 +171,13 @@ void CudaModel::validate(std::span<DeviceKvCache* const> sequences,
   const model::ModelConfig& c = config();
   if (tokens.size() != sequences.size()) {
     throw std::invalid_argument("CudaModel: " + std::to_string(sequences.size()) +
-                                " sequences but " + std::to_string(tokens.size()) +
-                                " token lists");
+                                " sequences but " + std::to_string(tokens.size()) + " token lists");
   }
   std::set<const DeviceKvCache*> distinct;
   for (std::size_t i = 0; i < sequences.size(); ++i) {
     const DeviceKvCache* s = sequences[i];
-    if (s == nullptr) throw std::invalid_argument("CudaModel: sequence " + std::to_string(i) + " is null");
+    if (s == nullptr)
+      throw std::invalid_argument("CudaModel: sequence " + std::to_string(i) + " is null");
     if (!distinct.insert(s).second) {
       throw std::invalid_argument("CudaModel: sequence " + std::to_string(i) +
                                   " appears twice in one batch");
@@ -255,8 +255,9 @@ void CudaModel::run_layers(Workspace& ws, std::span<DeviceKvCache* const> sequen
       for (int i = 0; i < n_seq; ++i) {
         const std::size_t first = first_row[static_cast<std::size_t>(i)];
         const int count = static_cast<int>(first_row[static_cast<std::size_t>(i) + 1] - first);
-        std::vector<std::int32_t> lengths(sequences[static_cast<std::size_t>(i)]->lengths(layer).begin(),
-                                          sequences[static_cast<std::size_t>(i)]->lengths(layer).end());
+        std::vector<std::int32_t> lengths(
+            sequences[static_cast<std::size_t>(i)]->lengths(layer).begin(),
+            sequences[static_cast<std::size_t>(i)]->lengths(layer).end());
         for (std::int32_t& n : lengths) n += count;
         if (observer != nullptr) {
           CudaPrefillLayerView view;
@@ -352,7 +353,8 @@ std::vector<cpu::LogitMatrix> CudaModel::forward(
       row_sequence[r] = static_cast<std::int32_t>(i);
       row_offset[r] = static_cast<std::int32_t>(t);
     }
-    max_position = std::max<std::int64_t>(max_position, start + static_cast<std::int64_t>(tokens[i].size()));
+    max_position =
+        std::max<std::int64_t>(max_position, start + static_cast<std::int64_t>(tokens[i].size()));
   }
   ensure_rope_table(max_position);
   ensure_workspace(total);
@@ -377,7 +379,8 @@ std::vector<cpu::LogitMatrix> CudaModel::forward(
   for (std::size_t i = 0; i < n_seq; ++i) {
     const std::size_t n = tokens[i].size();
     if (rows == cpu::LogitRows::all) {
-      for (std::size_t t = 0; t < n; ++t) logit_rows.push_back(static_cast<std::int32_t>(first_row[i] + t));
+      for (std::size_t t = 0; t < n; ++t)
+        logit_rows.push_back(static_cast<std::int32_t>(first_row[i] + t));
       logit_count[i] = static_cast<int>(n);
     } else if (rows == cpu::LogitRows::last) {
       logit_rows.push_back(static_cast<std::int32_t>(first_row[i] + n - 1));
@@ -491,8 +494,8 @@ cpu::LogitMatrix CudaModel::decode_step(std::span<DeviceKvCache* const> batch,
     }
     KVAUDIT_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream_));
   }
-  cpu::LogitMatrix logits = logits_to_host(ws.logits, static_cast<int>(n), config().vocab_size,
-                                           stream_);
+  cpu::LogitMatrix logits =
+      logits_to_host(ws.logits, static_cast<int>(n), config().vocab_size, stream_);
   for (DeviceKvCache* s : batch) s->record_append(1);
   return logits;
 }

@@ -66,9 +66,9 @@ class CudaModel {
   // length). The observer (optional) sees every layer (cuda_prefill_observer.h).
   cpu::LogitMatrix prefill(DeviceKvCache& sequence, std::span<const std::int32_t> tokens,
                            cpu::LogitRows rows, CudaPrefillObserver* observer = nullptr);
-  std::vector<cpu::LogitMatrix> prefill_batch(
-      std::span<DeviceKvCache* const> sequences,
-      std::span<const std::span<const std::int32_t>> tokens, cpu::LogitRows rows);
+  std::vector<cpu::LogitMatrix> prefill_batch(std::span<DeviceKvCache* const> sequences,
+                                              std::span<const std::span<const std::int32_t>> tokens,
+                                              cpu::LogitRows rows);
   // One token per sequence; logits [batch, vocab].
   cpu::LogitMatrix decode_step(std::span<DeviceKvCache* const> batch,
                                std::span<const std::int32_t> tokens);
@@ -85,8 +85,8 @@ class CudaModel {
   void ensure_workspace(std::size_t rows);
   // The layers, on the rows already embedded into the workspace; logits for `logit_rows`.
   void run_layers(Workspace& ws, std::span<DeviceKvCache* const> sequences,
-                  std::span<const std::size_t> first_row,
-                  std::size_t total_rows, const DeviceSequenceKv* device_sequences,
+                  std::span<const std::size_t> first_row, std::size_t total_rows,
+                  const DeviceSequenceKv* device_sequences,
                   std::span<const std::int32_t> host_positions, bool single_row_per_sequence,
                   CudaPrefillObserver* observer);
   // Final norm and lm_head on ws.logit_row_index's first `logit_rows` rows → ws.logits.

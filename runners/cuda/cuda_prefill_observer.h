@@ -23,13 +23,13 @@ struct CudaPrefillLayerView {
   int num_heads = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
-  std::int32_t first_position = 0;              // positions are first_position .. +T-1
-  const std::int32_t* positions = nullptr;      // [T] (device)
+  std::int32_t first_position = 0;                  // positions are first_position .. +T-1
+  const std::int32_t* positions = nullptr;          // [T] (device)
   const __nv_bfloat16* queries_pre_rope = nullptr;  // [T, H, d]; null unless requested
-  const __nv_bfloat16* queries = nullptr;       // [T, H, d] post-RoPE
-  DeviceSequenceKv sequence;                    // the cache, this layer's rows already appended
-  std::span<const std::int32_t> kv_lengths;     // host copy of lengths[layer, ·] after the append
-  float scale = 0.0f;                           // attention scaling (head_dim^-0.5)
+  const __nv_bfloat16* queries = nullptr;           // [T, H, d] post-RoPE
+  DeviceSequenceKv sequence;                        // the cache, this layer's rows already appended
+  std::span<const std::int32_t> kv_lengths;  // host copy of lengths[layer, ·] after the append
+  float scale = 0.0f;                        // attention scaling (head_dim^-0.5)
 };
 
 class CudaPrefillObserver {

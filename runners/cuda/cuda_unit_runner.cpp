@@ -59,11 +59,13 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
                                std::span<const std::optional<GpuScorerSpec>> gpu_scorers) {
   const Clock::time_point start = Clock::now();
   const model::ModelConfig& c = model.config();
-  require(weights.config.num_layers == c.num_layers && weights.config.hidden_size == c.hidden_size &&
+  require(weights.config.num_layers == c.num_layers &&
+              weights.config.hidden_size == c.hidden_size &&
               weights.config.num_kv_heads == c.num_kv_heads,
           "the weights '" + weights.source + "' are not the model's");
   require(!tokens.context.empty(), "the unit has no context tokens");
-  require(!tokens.suffix.empty(), "the unit has no suffix tokens (template suffix + answer prefix)");
+  require(!tokens.suffix.empty(),
+          "the unit has no suffix tokens (template suffix + answer prefix)");
   require(options.decode.max_new_tokens >= 0, "max_new_tokens must be >= 0");
   require(options.max_batch_cells >= 0, "max_batch_cells must be >= 0");
   require(gpu_scorers.empty() || gpu_scorers.size() == cells.size(),
@@ -94,8 +96,10 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
   demand.concurrent_cells = static_cast<int>(cells.size());
   demand.logit_rows = static_cast<int>(cells.size());
   demand.backend = model.backend();
-  const MemoryPlan plan = plan_unit_memory(c, demand, free_device_memory() + device_weight_bytes(c));
-  if (plan.max_concurrent_cells < 1) throw GpuMemoryError("the unit does not fit the GPU: " + plan.summary);
+  const MemoryPlan plan =
+      plan_unit_memory(c, demand, free_device_memory() + device_weight_bytes(c));
+  if (plan.max_concurrent_cells < 1)
+    throw GpuMemoryError("the unit does not fit the GPU: " + plan.summary);
 
   unit::CaptureOptions capture_options;
   bool any_method = false;
@@ -103,9 +107,11 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
     if (cell.method == nullptr) continue;
     any_method = true;
     capture_options.boundaries.push_back(boundary_of(cell));
-    capture_options.window_rows = std::max(capture_options.window_rows, cell.method->window_needed());
+    capture_options.window_rows =
+        std::max(capture_options.window_rows, cell.method->window_needed());
     capture_options.column_sums = capture_options.column_sums || cell.method->needs_column_sums();
-    capture_options.query_moments = capture_options.query_moments || cell.method->needs_query_moments();
+    capture_options.query_moments =
+        capture_options.query_moments || cell.method->needs_query_moments();
   }
   std::unique_ptr<CudaPrefillCapture> capture;
   if (any_method) capture = std::make_unique<CudaPrefillCapture>(c, capture_options);
@@ -144,9 +150,9 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
         const std::int64_t n_kept = methods::kept_count(b, cell.budget.compression);
         methods::Selection selection;
         for (int l = 0; l < c.num_layers; ++l) {
-          selection.kept.push_back(select_top_k_on_gpu(
-              found->second.data() + per_layer * static_cast<std::size_t>(l), c.num_kv_heads, b,
-              n_kept, model.stream()));
+          selection.kept.push_back(
+              select_top_k_on_gpu(found->second.data() + per_layer * static_cast<std::size_t>(l),
+                                  c.num_kv_heads, b, n_kept, model.stream()));
         }
         selections[i] = std::move(selection);
       } else {
@@ -154,8 +160,9 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
         if (view == views.end()) {
           view = views.emplace(b, capture->layers(b, weights, model.rope_inv_freq())).first;
         }
-        selections[i] = cell.method->select(
-            view->second, cell.budget, methods::SelectionContext{options.seed, cell.cell_key, &memo});
+        selections[i] =
+            cell.method->select(view->second, cell.budget,
+                                methods::SelectionContext{options.seed, cell.cell_key, &memo});
       }
     } catch (const std::exception& error) {
       cell_result.status = CellStatus::failed;
@@ -186,10 +193,12 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
       try {
         auto cache = std::make_unique<DeviceKvCache>(prefilled.clone());
         cache->truncate(cell_result.boundary);
-        cell_result.candidate_entries = static_cast<std::int64_t>(cell_result.boundary) * layers * heads;
+        cell_result.candidate_entries =
+            static_cast<std::int64_t>(cell_result.boundary) * layers * heads;
         if (selections[i]) {
           try {
-            cache->retain(flatten(*selections[i], static_cast<int>(layers), static_cast<int>(heads)));
+            cache->retain(
+                flatten(*selections[i], static_cast<int>(layers), static_cast<int>(heads)));
           } catch (const std::invalid_argument& error) {
             throw std::invalid_argument("method " + cells[i].method->name() +
                                         " returned an invalid selection: " + error.what());
@@ -200,7 +209,8 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
         cell_result.kept_bytes = static_cast<std::int64_t>(cache->kept_bytes());
         cell_result.realised_retention =
             cell_result.candidate_entries > 0
-                ? static_cast<double>(cell_result.kept_entries) / static_cast<double>(cell_result.candidate_entries)
+                ? static_cast<double>(cell_result.kept_entries) /
+                      static_cast<double>(cell_result.candidate_entries)
                 : 0.0;
         std::vector<std::int32_t> feed(prompt.begin() + cell_result.boundary, prompt.end());
         feed.insert(feed.end(), tokens.suffix.begin(), tokens.suffix.end());
@@ -221,7 +231,8 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
       feed_spans.emplace_back(feeds[k]);
     }
     phase = Clock::now();
-    std::vector<cpu::LogitMatrix> logits = model.prefill_batch(pointers, feed_spans, cpu::LogitRows::last);
+    std::vector<cpu::LogitMatrix> logits =
+        model.prefill_batch(pointers, feed_spans, cpu::LogitRows::last);
     result.timings.feed_seconds += seconds_since(phase);
 
     // Batched greedy decoding, each cell stopping on its own (cpu::generate_greedy_batch's rules).
@@ -237,13 +248,13 @@ unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weig
       std::vector<std::int32_t> next_tokens;
       for (std::size_t r = 0; r < running.size(); ++r) {
         const std::size_t k = running[r];
-        const std::int32_t token = cpu::argmax_token(
-            std::span<const float>(last_row[k], static_cast<std::size_t>(vocab)));
+        const std::int32_t token =
+            cpu::argmax_token(std::span<const float>(last_row[k], static_cast<std::size_t>(vocab)));
         CellResult& cell_result = result.cells[batch[k]];
         cell_result.generated.push_back(token);
-        const bool stop = std::find(options.decode.stop_token_ids.begin(),
-                                    options.decode.stop_token_ids.end(),
-                                    token) != options.decode.stop_token_ids.end();
+        const bool stop =
+            std::find(options.decode.stop_token_ids.begin(), options.decode.stop_token_ids.end(),
+                      token) != options.decode.stop_token_ids.end();
         if (stop) {
           cell_result.stopped_on_stop_token = true;
           continue;

@@ -33,7 +33,8 @@ class GpuMemoryError : public std::runtime_error {
 // `weights` are the host weights the model was built from (methods read o_proj; the CPU twin
 // uses the same cast_to_bf16 values). gpu_scorers is empty or has one entry per cell.
 unit::UnitResult run_unit_cuda(CudaModel& model, const model::ModelWeights& weights,
-                               const unit::UnitTokens& tokens, std::span<const unit::CellSpec> cells,
+                               const unit::UnitTokens& tokens,
+                               std::span<const unit::CellSpec> cells,
                                const unit::UnitRunOptions& options,
                                std::span<const std::optional<GpuScorerSpec>> gpu_scorers = {});
 

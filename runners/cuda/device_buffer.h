@@ -92,9 +92,7 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
-// f32 → bf16 bits, round to nearest even (NaN stays NaN).
-std::uint16_t bf16_bits(float value);
-float float_from_bf16_bits(std::uint16_t bits);
+// Conversions use runners/model/bf16.h (round to nearest even; NaN stays NaN).
 std::vector<bf16> to_bf16(std::span<const float> values);
 std::vector<float> to_float(std::span<const bf16> values);
 DeviceBuffer<bf16> to_device_bf16(std::span<const float> values);

@@ -20,9 +20,9 @@ std::size_t checked_product(std::initializer_list<std::size_t> factors) {
 }  // namespace
 
 std::size_t DeviceKvCache::bytes_for(int num_layers, int num_kv_heads, int head_dim, int capacity) {
-  const std::size_t slots = checked_product({static_cast<std::size_t>(num_layers),
-                                             static_cast<std::size_t>(num_kv_heads),
-                                             static_cast<std::size_t>(capacity)});
+  const std::size_t slots =
+      checked_product({static_cast<std::size_t>(num_layers), static_cast<std::size_t>(num_kv_heads),
+                       static_cast<std::size_t>(capacity)});
   return slots * static_cast<std::size_t>(head_dim) * 2 * sizeof(bf16) +
          slots * sizeof(std::int32_t) +
          static_cast<std::size_t>(num_layers) * num_kv_heads * sizeof(std::int32_t);
@@ -34,10 +34,11 @@ DeviceKvCache::DeviceKvCache(int num_layers, int num_kv_heads, int head_dim, int
       head_dim_(head_dim),
       capacity_(capacity) {
   if (num_layers <= 0 || num_kv_heads <= 0 || head_dim <= 0 || capacity <= 0) {
-    throw std::invalid_argument("DeviceKvCache: layers, KV heads, head_dim and capacity must be "
-                                "positive (got " + std::to_string(num_layers) + ", " +
-                                std::to_string(num_kv_heads) + ", " + std::to_string(head_dim) +
-                                ", " + std::to_string(capacity) + ")");
+    throw std::invalid_argument(
+        "DeviceKvCache: layers, KV heads, head_dim and capacity must be "
+        "positive (got " +
+        std::to_string(num_layers) + ", " + std::to_string(num_kv_heads) + ", " +
+        std::to_string(head_dim) + ", " + std::to_string(capacity) + ")");
   }
   const std::size_t heads = static_cast<std::size_t>(num_layers) * num_kv_heads;
   const std::size_t slots = heads * static_cast<std::size_t>(capacity);
@@ -79,11 +80,11 @@ std::size_t DeviceKvCache::kept_bytes() const {
 void DeviceKvCache::check_room(std::int64_t tokens) const {
   for (std::size_t i = 0; i < host_lengths_.size(); ++i) {
     if (host_lengths_[i] + tokens > capacity_) {
-      throw std::length_error(
-          "DeviceKvCache: appending " + std::to_string(tokens) + " tokens to layer " +
-          std::to_string(i / num_kv_heads_) + " KV head " + std::to_string(i % num_kv_heads_) +
-          " (holding " + std::to_string(host_lengths_[i]) + ") exceeds its capacity of " +
-          std::to_string(capacity_) + " entries");
+      throw std::length_error("DeviceKvCache: appending " + std::to_string(tokens) +
+                              " tokens to layer " + std::to_string(i / num_kv_heads_) +
+                              " KV head " + std::to_string(i % num_kv_heads_) + " (holding " +
+                              std::to_string(host_lengths_[i]) + ") exceeds its capacity of " +
+                              std::to_string(capacity_) + " entries");
     }
   }
 }
@@ -115,10 +116,9 @@ void DeviceKvCache::retain(std::span<const std::vector<std::int32_t>> keep) {
     for (std::size_t j = 0; j < keep[i].size(); ++j) {
       const std::int32_t position = keep[i][j];
       if (j > 0 && position <= keep[i][j - 1]) {
-        throw std::invalid_argument("DeviceKvCache::retain: layer " +
-                                    std::to_string(i / num_kv_heads_) + " KV head " +
-                                    std::to_string(i % num_kv_heads_) +
-                                    ": kept positions are not strictly ascending");
+        throw std::invalid_argument(
+            "DeviceKvCache::retain: layer " + std::to_string(i / num_kv_heads_) + " KV head " +
+            std::to_string(i % num_kv_heads_) + ": kept positions are not strictly ascending");
       }
       while (cursor < held.size() && held[cursor] < position) ++cursor;
       if (cursor == held.size() || held[cursor] != position) {
@@ -141,8 +141,7 @@ void DeviceKvCache::retain(std::span<const std::vector<std::int32_t>> keep) {
     DeviceBuffer<bf16> scratch_values(slots.size() * static_cast<std::size_t>(head_dim_));
     DeviceBuffer<std::int32_t> scratch_positions(slots.size());
     compact_kv_cache(descriptor_, num_layers_, device_offsets.data(), device_slots.data(), total,
-                     scratch_keys.data(), scratch_values.data(), scratch_positions.data(),
-                     nullptr);
+                     scratch_keys.data(), scratch_values.data(), scratch_positions.data(), nullptr);
     KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
   }
   for (std::size_t i = 0; i < heads; ++i) {

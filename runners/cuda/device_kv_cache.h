@@ -64,7 +64,7 @@ class DeviceKvCache {
   int head_dim_;
   int capacity_;
   std::int64_t original_length_ = 0;
-  std::vector<std::int32_t> host_lengths_;            // [layers, Hkv]
+  std::vector<std::int32_t> host_lengths_;                 // [layers, Hkv]
   std::vector<std::vector<std::int32_t>> host_positions_;  // [layers·Hkv][n] mirror of positions
   DeviceBuffer<__nv_bfloat16> keys_;
   DeviceBuffer<__nv_bfloat16> values_;

@@ -57,7 +57,8 @@ struct DeviceSequenceKv {
   }
 };
 
-// Attention numerics of the two backends (cpu/attention.h states them; the CUDA kernels mirror them):
+// Attention numerics of the two backends (cpu/attention.h states them; the CUDA kernels mirror
+// them):
 //   eager  s = [q·k], [s·scale], p = [softmax_fp32(s)], out = [Σ p·v]     ([] = bf16 rounding)
 //   sdpa   FlashAttention-2: fp32 s never rounded, online softmax, [p] before P·V, fp32
 //          accumulation, out = [acc / l]

@@ -2,19 +2,16 @@
 #include "runners/cuda/device_weights.h"
 
 #include "runners/cpu/weight_validation.h"
-#include "runners/model/bf16.h"
+#include "runners/model/formats/bf16_cast.h"
 
 namespace kvaudit::cuda {
 namespace {
 
 DeviceBuffer<bf16> upload_concatenated(std::initializer_list<const std::vector<float>*> parts) {
   std::vector<float> joined;
-  for (const std::vector<float>* part : parts) joined.insert(joined.end(), part->begin(), part->end());
+  for (const std::vector<float>* part : parts)
+    joined.insert(joined.end(), part->begin(), part->end());
   return to_device_bf16(joined);
-}
-
-void round_all_to_bf16(std::vector<float>& values) {
-  for (float& v : values) v = model::round_to_bf16(v);
 }
 
 }  // namespace
@@ -67,18 +64,7 @@ DeviceWeights upload_weights(const model::ModelWeights& weights) {
 
 model::ModelWeights cast_to_bf16(const model::ModelWeights& weights) {
   model::ModelWeights w = weights;
-  round_all_to_bf16(w.embed_tokens);
-  round_all_to_bf16(w.final_norm);
-  round_all_to_bf16(w.lm_head);
-  for (model::LayerWeights& layer : w.layers) {
-    for (std::vector<float>* t :
-         {&layer.input_norm, &layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.q_bias,
-          &layer.k_bias, &layer.v_bias, &layer.o_proj, &layer.post_attention_norm,
-          &layer.gate_proj, &layer.up_proj, &layer.down_proj}) {
-      round_all_to_bf16(*t);
-    }
-  }
-  w.config.dtype = model::ComputeDtype::bf16;
+  model::cast_weights_to_bf16(w);
   return w;
 }
 

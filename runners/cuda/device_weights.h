@@ -1,9 +1,8 @@
 // DeviceWeights: a decoder's weights resident on the GPU in bf16, fused for the GEMMs:
-//   qkv      [(H + 2·Hkv)·d, hidden]  rows of q_proj, then k_proj, then v_proj (HF layout [out, in])
-//   qkv_bias [(H + 2·Hkv)·d] or empty (Qwen2)
-//   gate_up  [2·inter, hidden]        rows of gate_proj, then up_proj
-//   o_proj [hidden, H·d], down_proj [hidden, inter], norms [hidden], embed [vocab, hidden],
-//   lm_head (or the tied embedding).
+//   qkv      [(H + 2·Hkv)·d, hidden]  rows of q_proj, then k_proj, then v_proj (HF layout [out,
+//   in]) qkv_bias [(H + 2·Hkv)·d] or empty (Qwen2) gate_up  [2·inter, hidden]        rows of
+//   gate_proj, then up_proj o_proj [hidden, H·d], down_proj [hidden, inter], norms [hidden], embed
+//   [vocab, hidden], lm_head (or the tied embedding).
 // Every value is model::ModelWeights' f32 value rounded to bf16 (exact for bf16 checkpoints; a
 // dequantized GGUF or f32 checkpoint is rounded as transformers' torch_dtype=bfloat16 would), so
 // the CPU backend in bf16 mode on cast_to_bf16(weights) computes with the same numbers.

@@ -30,10 +30,10 @@ const Gemm::Plan& Gemm::plan_for(int rows, int in_features, int out_features, bo
   KVAUDIT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t transpose = CUBLAS_OP_T;
   const cublasOperation_t no_transpose = CUBLAS_OP_N;
-  KVAUDIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-      plan.operation, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
-  KVAUDIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
-      plan.operation, CUBLASLT_MATMUL_DESC_TRANSB, &no_transpose, sizeof no_transpose));
+  KVAUDIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                      &transpose, sizeof transpose));
+  KVAUDIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                      &no_transpose, sizeof no_transpose));
   if (with_bias) {
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     KVAUDIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(
@@ -46,16 +46,17 @@ const Gemm::Plan& Gemm::plan_for(int rows, int in_features, int out_features, bo
   // C = Y column-major (out × rows).
   KVAUDIT_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan.a, CUDA_R_16BF, in_features, out_features, in_features));
-  KVAUDIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_16BF, in_features, rows, in_features));
+  KVAUDIT_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&plan.b, CUDA_R_16BF, in_features, rows, in_features));
   KVAUDIT_CUBLAS_CHECK(
       cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_16BF, out_features, rows, out_features));
 
   cublasLtMatmulPreference_t preference = nullptr;
   KVAUDIT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
   const std::size_t workspace_bytes = workspace_.bytes();
-  KVAUDIT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-      sizeof workspace_bytes));
+  KVAUDIT_CUBLAS_CHECK(
+      cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &workspace_bytes, sizeof workspace_bytes));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
@@ -78,9 +79,9 @@ void Gemm::linear(const __nv_bfloat16* x, int rows, int in_features, const __nv_
                   int out_features, const __nv_bfloat16* bias, __nv_bfloat16* y,
                   cudaStream_t stream) {
   if (rows <= 0 || in_features <= 0 || out_features <= 0) {
-    throw std::invalid_argument("Gemm::linear: sizes must be positive (rows=" +
-                                std::to_string(rows) + ", in=" + std::to_string(in_features) +
-                                ", out=" + std::to_string(out_features) + ")");
+    throw std::invalid_argument(
+        "Gemm::linear: sizes must be positive (rows=" + std::to_string(rows) +
+        ", in=" + std::to_string(in_features) + ", out=" + std::to_string(out_features) + ")");
   }
   const Plan& plan = plan_for(rows, in_features, out_features, bias != nullptr);
   if (bias != nullptr) {

@@ -3,10 +3,10 @@
 // [out, in] (HF layout); the bias is added in fp32 in the epilogue before the single rounding to
 // bf16, as HF's bf16 nn.Linear (and the CPU twin: fp32 product + bias, then one rounding).
 //
-// In cuBLASLt's column-major terms: Y (out × rows) = Wᵀ·X with W seen as the column-major (in × out)
-// matrix A (transa = T) and X as the column-major (in × rows) matrix B. Heuristic results are cached
-// per shape; the call is stream-ordered and may be captured into a CUDA graph (its workspace is
-// fixed at construction).
+// In cuBLASLt's column-major terms: Y (out × rows) = Wᵀ·X with W seen as the column-major (in ×
+// out) matrix A (transa = T) and X as the column-major (in × rows) matrix B. Heuristic results are
+// cached per shape; the call is stream-ordered and may be captured into a CUDA graph (its workspace
+// is fixed at construction).
 #pragma once
 
 #include <cublasLt.h>

@@ -27,23 +27,25 @@ MemoryPlan plan_unit_memory(const model::ModelConfig& c, const UnitMemoryDemand&
   const std::size_t inter = static_cast<std::size_t>(c.intermediate_size);
   const std::size_t rows = static_cast<std::size_t>(std::max(demand.prefill_tokens, 1));
   plan.weights = device_weight_bytes(c);
-  const std::size_t one_cache =
-      DeviceKvCache::bytes_for(c.num_layers, c.num_kv_heads, c.head_dim, std::max(demand.capacity, 1));
+  const std::size_t one_cache = DeviceKvCache::bytes_for(c.num_layers, c.num_kv_heads, c.head_dim,
+                                                         std::max(demand.capacity, 1));
   plan.activations = rows * (3 * hidden + (q + 2 * kv) + 3 * q + 3 * inter) * 2 +
                      static_cast<std::size_t>(std::max(demand.logit_rows, 1)) *
                          (hidden + static_cast<std::size_t>(c.vocab_size)) * 2;
-  plan.workspaces = demand.gemm_workspace_bytes +
-                    (demand.backend == cpu::AttentionBackend::eager ? demand.eager_workspace_bytes : 0);
+  plan.workspaces =
+      demand.gemm_workspace_bytes +
+      (demand.backend == cpu::AttentionBackend::eager ? demand.eager_workspace_bytes : 0);
   plan.reserve = demand.reserve_bytes;
   plan.available = available_bytes;
-  const std::size_t fixed = plan.weights + plan.activations + plan.workspaces + plan.reserve + one_cache;
+  const std::size_t fixed =
+      plan.weights + plan.activations + plan.workspaces + plan.reserve + one_cache;
   plan.caches = one_cache * (1 + static_cast<std::size_t>(std::max(demand.concurrent_cells, 0)));
   plan.total = fixed + plan.caches - one_cache;
   plan.fits = plan.total <= available_bytes;
-  plan.max_concurrent_cells =
-      fixed > available_bytes ? 0
-                              : static_cast<int>(std::min<std::size_t>(
-                                    (available_bytes - fixed) / one_cache, 1u << 30));
+  plan.max_concurrent_cells = fixed > available_bytes
+                                  ? 0
+                                  : static_cast<int>(std::min<std::size_t>(
+                                        (available_bytes - fixed) / one_cache, 1u << 30));
   plan.summary = "needs " + gib(plan.total) + " (weights " + gib(plan.weights) + ", caches " +
                  gib(plan.caches) + " for 1 + " + std::to_string(demand.concurrent_cells) +
                  " sequences of " + std::to_string(demand.capacity) + " slots, activations " +

@@ -19,9 +19,9 @@
 namespace kvaudit::cuda {
 
 struct UnitMemoryDemand {
-  int prefill_tokens = 0;     // T of the unit's one prefill
-  int capacity = 0;           // cache slots per head (prefill + generated tokens)
-  int concurrent_cells = 0;   // cells whose caches live at once (the fan-out's decode batch)
+  int prefill_tokens = 0;    // T of the unit's one prefill
+  int capacity = 0;          // cache slots per head (prefill + generated tokens)
+  int concurrent_cells = 0;  // cells whose caches live at once (the fan-out's decode batch)
   int logit_rows = 1;
   cpu::AttentionBackend backend = cpu::AttentionBackend::sdpa;
   std::size_t gemm_workspace_bytes = std::size_t{64} << 20;

@@ -38,6 +38,29 @@ void fill_random_bf16(__nv_bfloat16* out, std::size_t count, std::uint64_t seed,
   KVAUDIT_CUDA_CHECK_LAUNCH();
 }
 
+model::ModelConfig llama31_8b_shapes() {
+  model::ModelConfig c;
+  c.architecture = model::Architecture::llama;
+  c.architecture_name = "LlamaForCausalLM (Llama-3.1-8B shapes)";
+  c.hidden_size = 4096;
+  c.intermediate_size = 14336;
+  c.num_layers = 32;
+  c.num_heads = 32;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  c.vocab_size = 128256;
+  c.rms_norm_eps = 1e-5;
+  c.rope.theta = 500000.0;
+  c.rope.scaling = model::RopeScalingType::llama3;
+  c.rope.factor = 8.0;
+  c.rope.low_freq_factor = 1.0;
+  c.rope.high_freq_factor = 4.0;
+  c.rope.original_max_position_embeddings = 8192;
+  c.max_position_embeddings = 131072;
+  c.dtype = model::ComputeDtype::bf16;
+  return c;
+}
+
 DeviceWeights random_device_weights(const model::ModelConfig& c, std::uint64_t seed) {
   DeviceWeights w;
   w.config = c;
@@ -48,7 +71,8 @@ DeviceWeights random_device_weights(const model::ModelConfig& c, std::uint64_t s
   const std::size_t inter = static_cast<std::size_t>(c.intermediate_size);
   std::uint64_t stream_id = seed * 1000003ull;
   auto next = [&]() { return ++stream_id; };
-  w.embed_tokens = random_buffer(static_cast<std::size_t>(c.vocab_size) * hidden, next(), 0.05f, 0.0f);
+  w.embed_tokens =
+      random_buffer(static_cast<std::size_t>(c.vocab_size) * hidden, next(), 0.05f, 0.0f);
   w.final_norm = random_buffer(hidden, next(), 0.05f, 1.0f);
   if (!c.tie_word_embeddings) {
     w.lm_head = random_buffer(static_cast<std::size_t>(c.vocab_size) * hidden, next(),
@@ -62,8 +86,8 @@ DeviceWeights random_device_weights(const model::ModelConfig& c, std::uint64_t s
     l.o_proj = random_buffer(hidden * q, next(), projection_scale(static_cast<int>(q)), 0.0f);
     l.post_attention_norm = random_buffer(hidden, next(), 0.05f, 1.0f);
     l.gate_up = random_buffer(2 * inter * hidden, next(), projection_scale(c.hidden_size), 0.0f);
-    l.down_proj = random_buffer(hidden * inter, next(),
-                                projection_scale(c.intermediate_size), 0.0f);
+    l.down_proj =
+        random_buffer(hidden * inter, next(), projection_scale(c.intermediate_size), 0.0f);
     w.layers.push_back(std::move(l));
   }
   KVAUDIT_CUDA_CHECK(cudaDeviceSynchronize());

@@ -35,6 +35,10 @@ KVAUDIT_HOST_DEVICE inline float random_fill_value(std::uint64_t seed, std::uint
 void fill_random_bf16(__nv_bfloat16* out, std::size_t count, std::uint64_t seed, float scale,
                       float offset, cudaStream_t stream);
 
+// Llama-3.1-8B's configuration (8.03 B parameters; hidden 4096, 32 layers, 32/8 heads, d 128,
+// intermediate 14336, vocab 128256, llama3 RoPE θ 5e5 × 8), for benchmarks and memory plans.
+model::ModelConfig llama31_8b_shapes();
+
 // Weights of `config`'s shapes filled on the device: projections uniform in ±0.02·√(4096/in),
 // norms 1 ± 0.05, embeddings ±0.05; biases when config.attention_bias.
 DeviceWeights random_device_weights(const model::ModelConfig& config, std::uint64_t seed);

@@ -23,8 +23,7 @@ ComputeDevice choose_compute_device(const std::string& request, int local_rank) 
     device.description = "CPU backend (no GPU: " + probe.unavailable_reason + ")";
     return device;
   }
-  const auto& chosen =
-      probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];
+  const auto& chosen = probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];
   cuda::use_device(chosen.index);
   device.gpu = true;
   device.index = chosen.index;

@@ -13,8 +13,8 @@ namespace kvaudit::cli {
 
 struct ComputeDevice {
   bool gpu = false;
-  int index = -1;            // CUDA device index when gpu
-  std::string description;   // "CUDA device 0 (NVIDIA H200, GPU-…)" or "CPU (…why…)"
+  int index = -1;           // CUDA device index when gpu
+  std::string description;  // "CUDA device 0 (NVIDIA H200, GPU-…)" or "CPU (…why…)"
   std::string name, uuid, driver_version, runtime_version;
 };
 

@@ -25,7 +25,8 @@ class GpuUnitBackend {
   // configuration of cells[k]'s method (nullptr for full-KV cells). Throws like unit::run_unit,
   // and a std::runtime_error whose message begins "GPU memory:" when the unit cannot fit.
   virtual unit::UnitResult run(LoadedModel& model, std::string_view attention_backend,
-                               const unit::UnitTokens& tokens, std::span<const unit::CellSpec> cells,
+                               const unit::UnitTokens& tokens,
+                               std::span<const unit::CellSpec> cells,
                                std::span<const methods::MethodConfig* const> method_configs,
                                const unit::UnitRunOptions& options) = 0;
 };

@@ -19,7 +19,8 @@ class CudaUnitBackend final : public GpuUnitBackend {
                        const unit::UnitRunOptions& options) override {
     const bool eager = attention_backend == "eager";
     if (!eager && attention_backend != "sdpa") {
-      throw std::invalid_argument("unknown attention backend '" + std::string(attention_backend) + "'");
+      throw std::invalid_argument("unknown attention backend '" + std::string(attention_backend) +
+                                  "'");
     }
     if (model.weights().config.dtype != model::ComputeDtype::bf16) {
       throw std::invalid_argument("the CUDA backend computes in bf16; this model's dtype is f32");
@@ -51,6 +52,8 @@ class CudaUnitBackend final : public GpuUnitBackend {
 
 }  // namespace
 
-std::unique_ptr<GpuUnitBackend> make_gpu_unit_backend() { return std::make_unique<CudaUnitBackend>(); }
+std::unique_ptr<GpuUnitBackend> make_gpu_unit_backend() {
+  return std::make_unique<CudaUnitBackend>();
+}
 
 }  // namespace kvaudit::run

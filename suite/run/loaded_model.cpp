@@ -3,32 +3,13 @@
 
 #include <algorithm>
 
-#include "runners/model/bf16.h"
+#include "runners/model/formats/bf16_cast.h"
 #include "runners/model/formats/load_weights.h"
 #include "suite/common/errors.h"
 
 namespace kvaudit::run {
 
 namespace {
-
-void round_to_bf16(std::vector<float>& values) {
-  for (float& v : values) v = model::round_to_bf16(v);
-}
-
-// transformers' torch_dtype=bfloat16: every parameter is cast on load.
-void cast_weights_to_bf16(model::ModelWeights& w) {
-  round_to_bf16(w.embed_tokens);
-  round_to_bf16(w.final_norm);
-  round_to_bf16(w.lm_head);
-  for (auto& layer : w.layers) {
-    for (auto* t : {&layer.input_norm, &layer.q_proj, &layer.k_proj, &layer.v_proj, &layer.q_bias,
-                    &layer.k_bias, &layer.v_bias, &layer.o_proj, &layer.post_attention_norm,
-                    &layer.gate_proj, &layer.up_proj, &layer.down_proj}) {
-      round_to_bf16(*t);
-    }
-  }
-  w.config.dtype = model::ComputeDtype::bf16;
-}
 
 void add_unique(std::vector<std::int32_t>& ids, std::int32_t id) {
   if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
@@ -73,7 +54,7 @@ LoadedModel::LoadedModel(const manifest::Manifest& manifest, std::size_t model_i
   }
   weights_ = model::load_model_weights(path);
   if (m.dtype == "bf16") {
-    if (weights_.config.dtype != model::ComputeDtype::bf16) cast_weights_to_bf16(weights_);
+    if (weights_.config.dtype != model::ComputeDtype::bf16) model::cast_weights_to_bf16(weights_);
   } else {
     weights_.config.dtype = model::ComputeDtype::f32;
   }

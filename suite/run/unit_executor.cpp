@@ -182,7 +182,7 @@ struct UnitExecutor::Impl {
     // One CellSpec per runnable cell; a method that cannot be built fails its cells only.
     std::vector<unit::CellSpec> specs;
     std::vector<const methods::MethodConfig*> spec_configs;  // the GPU scorers read them
-    std::vector<std::size_t> spec_of;  // specs[k] belongs to out[spec_of[k]]
+    std::vector<std::size_t> spec_of;                        // specs[k] belongs to out[spec_of[k]]
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const manifest::Cell& cell = *cells[i];
       unit::CellSpec spec;
@@ -217,8 +217,8 @@ struct UnitExecutor::Impl {
     // numerics); otherwise on the CPU reference backend.
     const bool on_gpu = gpu && m.weights().config.dtype == model::ComputeDtype::bf16;
     const unit::UnitResult result =
-        on_gpu ? gpu->run(m, manifest::kBackends[unit.backend], instance.tokens, specs, spec_configs,
-                          run_options)
+        on_gpu ? gpu->run(m, manifest::kBackends[unit.backend], instance.tokens, specs,
+                          spec_configs, run_options)
                : unit::run_unit(m.backend(manifest::kBackends[unit.backend]), m.weights(),
                                 instance.tokens, specs, run_options);
 

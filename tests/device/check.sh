@@ -17,6 +17,16 @@
 #                                   (or .device/out) and prints a short table last.
 # The GPU machine has CUDA but none of the Debian -dev packages the project builds against, hence
 # the split: compile here with nvcc for sm_90, run there.
+#
+# With the device tool (run's carry names ignored paths; 64 MiB travel per call, the tree is ~13 MB):
+#   one call, everything but SmolLM2 (its tests skip, saying the GGUF is absent):
+#     carry [".device/bundle.tar.xz"]                          command: bash tests/device/check.sh run
+#   everything (the 98 MB GGUF needs three transfers; each call within the 30 s the machine stays
+#   warm after the previous one):
+#     carry [".device/model-part-1"]                          command: bash tests/device/check.sh stash 1
+#     carry [".device/model-part-2"]                          command: bash tests/device/check.sh stash 2
+#     carry [".device/model-part-3", ".device/bundle.tar.xz"] command: bash tests/device/check.sh run
+#   Give run a timeout_s of 600; the logs come back from $OUT (7 files).
 # Environment (run): KVAUDIT_DEVICE_QUICK=1 → bench_cuda --quick; KVAUDIT_DEVICE_FILTER → gtest filter.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -90,7 +100,7 @@ run() {
     rc=$?
     passed=$(grep -c '^\[       OK \]' "$out/$b.log")
     failed=$(grep -c '^\[  FAILED  \].*(' "$out/$b.log")
-    skipped=$(grep -c '^\[  SKIPPED \]' "$out/$b.log")
+    skipped=$(grep -c '^\[  SKIPPED \].*([0-9]* ms)$' "$out/$b.log")
     summary+=("| $b | exit $rc | $passed passed, $failed failed, $skipped skipped | $(($(date +%s) - start)) s |")
   }
   run_tests cuda_kernels_tests 120
@@ -117,5 +127,5 @@ case "${1:-}" in
   build) build ;;
   stash) stash "${2:?part number}" ;;
   run) run ;;
-  *) sed -n '2,22p' "$0"; exit 1 ;;
+  *) sed -n '2,32p' "$0"; exit 1 ;;
 esac

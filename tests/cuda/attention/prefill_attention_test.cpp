@@ -32,7 +32,7 @@
 #include "runners/cuda/device_buffer.h"
 #include "runners/model/bf16.h"
 #include "tests/cuda/attention/attention_agreement.h"
-#include "tests/cuda/attention/device_kv_upload.h"
+#include "tests/cuda/device_kv_upload.h"
 #include "tests/cuda/gpu_test_support.h"
 
 namespace kvaudit::cuda::test {

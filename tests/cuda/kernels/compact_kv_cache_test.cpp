@@ -15,7 +15,7 @@
 #include "runners/cuda/kernels/retain_kernels.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/cuda/kernels/bf16_agreement.h"
-#include "tests/cuda/kernels/device_kv_upload.h"
+#include "tests/cuda/kernels/kv_cache_test_helpers.h"
 #include "tests/cuda/kernels/test_data.h"
 
 namespace kvaudit::cuda::test {

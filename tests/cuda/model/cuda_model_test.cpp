@@ -50,10 +50,10 @@ struct Comparison {
 Comparison compare_prompts(const model::ModelWeights& weights, AttentionBackend backend,
                            const std::vector<std::vector<std::int32_t>>& prompts) {
   const cpu::CpuModel cpu_model(weights, backend, cpu_twin_options());
-  const cpu::CpuModel cpu_other(weights,
-                                backend == AttentionBackend::eager ? AttentionBackend::sdpa
-                                                                   : AttentionBackend::eager,
-                                cpu_twin_options());
+  const cpu::CpuModel cpu_other(
+      weights,
+      backend == AttentionBackend::eager ? AttentionBackend::sdpa : AttentionBackend::eager,
+      cpu_twin_options());
   CudaModel gpu_model(weights, backend);
   Comparison result;
   for (const auto& ids : prompts) {
@@ -198,8 +198,9 @@ TEST_P(Smollm2CudaVsCpu, GreedyOutputsIdenticalOnGoldenPrompts) {
     }
     std::printf("[cuda-vs-cpu] SmolLM2 bf16 %s prompt %d: %zu/%zu greedy tokens, %s\n",
                 name_of(backend), index, actual.size(), expected.size(),
-                expected == actual ? "identical"
-                                   : ("first difference at " + std::to_string(first_difference)).c_str());
+                expected == actual
+                    ? "identical"
+                    : ("first difference at " + std::to_string(first_difference)).c_str());
     EXPECT_EQ(actual, expected) << "prompt " << index;
     ++index;
   }
@@ -253,8 +254,9 @@ TEST(CudaModelDecode, GraphReplayEqualsEagerLaunchesBitForBit) {
       const cpu::LogitMatrix y = without.decode_step(b, tokens);
       worst = std::max(worst, max_abs_difference(x, y));
     }
-    std::printf("[cuda] decode %s: graph replay vs launches max|Δ| = %g over 6 steps × 3 sequences\n",
-                name_of(backend), worst);
+    std::printf(
+        "[cuda] decode %s: graph replay vs launches max|Δ| = %g over 6 steps × 3 sequences\n",
+        name_of(backend), worst);
     EXPECT_EQ(worst, 0.0);
   }
 }
@@ -299,8 +301,10 @@ TEST(CudaModelPrefill, BatchedPrefillMatchesSeparatePrefills) {
     const cpu::LogitMatrix alone_first = cuda_all_logits(model, first);
     const cpu::LogitMatrix alone_second = cuda_all_logits(model, second);
     TopOneAgreement top1;
-    for (int r = 0; r < alone_first.rows; ++r) top1.add_row(batched[0].row(r), alone_first.row(r), 0.0);
-    for (int r = 0; r < alone_second.rows; ++r) top1.add_row(batched[1].row(r), alone_second.row(r), 0.0);
+    for (int r = 0; r < alone_first.rows; ++r)
+      top1.add_row(batched[0].row(r), alone_first.row(r), 0.0);
+    for (int r = 0; r < alone_second.rows; ++r)
+      top1.add_row(batched[1].row(r), alone_second.row(r), 0.0);
     const double worst = std::max(max_abs_difference(batched[0], alone_first),
                                   max_abs_difference(batched[1], alone_second));
     std::printf("[cuda] %s batched vs separate prefill: top-1 %s, max|Δ| %g\n", name_of(backend),

@@ -2,6 +2,8 @@
 // (GPU scorers + GPU top-k where they exist, CPU methods on GPU-captured data otherwise) and
 // greedy answers, on SmolLM2 with a real chat prompt (and the tiny llama without a tokenizer).
 //   overlap(method) = Σ_cells Σ_(layer, head) |kept_gpu ∩ kept_cpu| / Σ |kept_cpu|
+#include "runners/cuda/cuda_unit_runner.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "methods/method_factory.h"
-#include "runners/cuda/cuda_unit_runner.h"
 #include "runners/model/chat/prompt_split.h"
 #include "runners/model/tokenizer/tokenizer.h"
 #include "tests/cuda/gpu_test_support.h"
@@ -32,7 +33,8 @@ struct MethodUnderTest {
 };
 
 std::vector<MethodUnderTest> methods_under_test() {
-  static const methods::MethodConfig snap{.name = "snap", .id = "snapkv", .variant = "", .params = {}};
+  static const methods::MethodConfig snap{
+      .name = "snap", .id = "snapkv", .variant = "", .params = {}};
   const methods::ConfigResolver resolve = [&](const std::string& name) {
     return name == "snap" ? &snap : nullptr;
   };
@@ -87,11 +89,12 @@ void compare_unit(const model::ModelWeights& weights, cpu::AttentionBackend back
   const unit::UnitResult on_cpu = unit::run_unit(cpu_model, weights, tokens, cells, options);
   const unit::UnitResult on_gpu = run_unit_cuda(gpu_model, weights, tokens, cells, options, gpu);
   ASSERT_EQ(on_gpu.cells.size(), cells.size());
-  std::printf("[kept] unit Lc=%d Lq=%d: CPU %.2f s, GPU %.2f s (prefill %.3f, select %.3f, feed %.3f, decode %.3f)\n",
-              on_cpu.context_end, on_cpu.question_end, on_cpu.timings.total_seconds,
-              on_gpu.timings.total_seconds, on_gpu.timings.prefill_seconds,
-              on_gpu.timings.select_seconds, on_gpu.timings.feed_seconds,
-              on_gpu.timings.decode_seconds);
+  std::printf(
+      "[kept] unit Lc=%d Lq=%d: CPU %.2f s, GPU %.2f s (prefill %.3f, select %.3f, feed %.3f, "
+      "decode %.3f)\n",
+      on_cpu.context_end, on_cpu.question_end, on_cpu.timings.total_seconds,
+      on_gpu.timings.total_seconds, on_gpu.timings.prefill_seconds, on_gpu.timings.select_seconds,
+      on_gpu.timings.feed_seconds, on_gpu.timings.decode_seconds);
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const auto& a = on_cpu.cells[i];
     const auto& b = on_gpu.cells[i];
@@ -118,9 +121,10 @@ void compare_unit(const model::ModelWeights& weights, cpu::AttentionBackend back
 void report_and_check(const std::string& label, const std::map<std::string, Tally>& tally) {
   for (const auto& [name, t] : tally) {
     const double overlap = t.cpu_kept > 0 ? double(t.common) / double(t.cpu_kept) : 1.0;
-    std::printf("[kept] %s %-20s overlap %.4f (%lld of %lld kept entries), answers identical %d/%d\n",
-                label.c_str(), name.c_str(), overlap, static_cast<long long>(t.common),
-                static_cast<long long>(t.cpu_kept), t.identical_answers, t.cells);
+    std::printf(
+        "[kept] %s %-20s overlap %.4f (%lld of %lld kept entries), answers identical %d/%d\n",
+        label.c_str(), name.c_str(), overlap, static_cast<long long>(t.common),
+        static_cast<long long>(t.cpu_kept), t.identical_answers, t.cells);
     if (t.cpu_kept > 0) {
       EXPECT_GE(overlap, 0.99) << label << " " << name;
     }
@@ -130,12 +134,14 @@ void report_and_check(const std::string& label, const std::map<std::string, Tall
 TEST(CudaUnitRunner, KeptSetsAndAnswersMatchTheCpuRunnerOnSmolLM2) {
   KVAUDIT_REQUIRE_GPU();
   if (!std::filesystem::exists(smollm2_gguf())) {
-    GTEST_SKIP() << "SmolLM2 GGUF not found at " << smollm2_gguf() << " (KVAUDIT_SMOLLM2_GGUF overrides)";
+    GTEST_SKIP() << "SmolLM2 GGUF not found at " << smollm2_gguf()
+                 << " (KVAUDIT_SMOLLM2_GGUF overrides)";
   }
   const model::ModelWeights& weights = bf16_weights(smollm2_gguf());
   const std::unique_ptr<model::Tokenizer> tokenizer = model::load_tokenizer(smollm2_gguf());
   auto methods = methods_under_test();
-  for (cpu::AttentionBackend backend : {cpu::AttentionBackend::sdpa, cpu::AttentionBackend::eager}) {
+  for (cpu::AttentionBackend backend :
+       {cpu::AttentionBackend::sdpa, cpu::AttentionBackend::eager}) {
     std::map<std::string, Tally> tally;
     for (int variant = 0; variant < 1; ++variant) {  // one chat unit per backend (device time)
       std::string context;
@@ -158,8 +164,9 @@ TEST(CudaUnitRunner, KeptSetsAndAnswersMatchTheCpuRunnerOnSmolLM2) {
       tokens.suffix = tokenizer->encode(parts.suffix_plus_answer_prefix, plain);
       compare_unit(weights, backend, tokens, tally, methods);
     }
-    report_and_check(std::string("SmolLM2 ") + (backend == cpu::AttentionBackend::sdpa ? "sdpa" : "eager"),
-                     tally);
+    report_and_check(
+        std::string("SmolLM2 ") + (backend == cpu::AttentionBackend::sdpa ? "sdpa" : "eager"),
+        tally);
   }
 }
 

@@ -1,30 +1,21 @@
 // The memory planner's arithmetic (no GPU needed): an 8B Llama at 8K fits an H200 with room for
-// many cells, at 32K with fewer, and a unit that cannot fit says what it needs against what is free.
+// many cells, at 32K with fewer, and a unit that cannot fit says what it needs against what is
+// free.
+#include "runners/cuda/memory_planner.h"
+
 #include <gtest/gtest.h>
 
 #include "runners/cuda/device_kv_cache.h"
 #include "runners/cuda/device_weights.h"
-#include "runners/cuda/memory_planner.h"
+#include "runners/cuda/random_fill.h"
 
 namespace kvaudit::cuda::test {
 namespace {
 
-model::ModelConfig llama31_8b() {
-  model::ModelConfig c;
-  c.hidden_size = 4096;
-  c.intermediate_size = 14336;
-  c.num_layers = 32;
-  c.num_heads = 32;
-  c.num_kv_heads = 8;
-  c.head_dim = 128;
-  c.vocab_size = 128256;
-  return c;
-}
-
 constexpr std::size_t kGiB = std::size_t{1} << 30;
 
 TEST(MemoryPlanner, WeightsAndCacheBytesFollowTheShapes) {
-  const model::ModelConfig c = llama31_8b();
+  const model::ModelConfig c = llama31_8b_shapes();
   // 8.03 B parameters in bf16 (untied lm_head).
   const std::size_t per_layer = 2 * 4096 + std::size_t{6144} * 4096 + std::size_t{4096} * 4096 +
                                 2 * std::size_t{14336} * 4096 + std::size_t{4096} * 14336;
@@ -33,11 +24,12 @@ TEST(MemoryPlanner, WeightsAndCacheBytesFollowTheShapes) {
   EXPECT_EQ(device_weight_bytes(c), 2 * parameters);
   // K and V: 32 layers · 8 heads · 8192 slots · 128 · 2 B each, + 4 B positions per slot.
   const std::size_t slots = std::size_t{32} * 8 * 8192;
-  EXPECT_EQ(DeviceKvCache::bytes_for(32, 8, 128, 8192), slots * 128 * 2 * 2 + slots * 4 + 32 * 8 * 4);
+  EXPECT_EQ(DeviceKvCache::bytes_for(32, 8, 128, 8192),
+            slots * 128 * 2 * 2 + slots * 4 + 32 * 8 * 4);
 }
 
 TEST(MemoryPlanner, LargeUnitsAreRefusedWithTheirNeedsStated) {
-  const model::ModelConfig c = llama31_8b();
+  const model::ModelConfig c = llama31_8b_shapes();
   UnitMemoryDemand demand;
   demand.prefill_tokens = 8192;
   demand.capacity = 8192 + 128;

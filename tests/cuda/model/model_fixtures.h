@@ -59,8 +59,8 @@ inline cpu::CpuModelOptions cpu_twin_options() {
 
 // Greedy continuation on the CPU backend (cpu::generate_greedy).
 inline std::vector<std::int32_t> cpu_greedy(const cpu::CpuModel& model,
-                                            const std::vector<std::int32_t>& prompt,
-                                            int new_tokens, const std::vector<int>& eos) {
+                                            const std::vector<std::int32_t>& prompt, int new_tokens,
+                                            const std::vector<int>& eos) {
   cpu::SequenceState state = model.new_sequence();
   const cpu::LogitMatrix last = model.prefill(state, prompt, cpu::LogitRows::last);
   cpu::GreedyOptions options;

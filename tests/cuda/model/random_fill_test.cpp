@@ -1,11 +1,13 @@
 // The random-fill kernel against its CPU twin (random_fill_value on the host): identical bf16 bits.
+#include "runners/cuda/random_fill.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <vector>
 
 #include "runners/cuda/device_buffer.h"
-#include "runners/cuda/random_fill.h"
+#include "runners/model/bf16.h"
 #include "tests/cuda/gpu_test_support.h"
 
 namespace kvaudit::cuda::test {
@@ -20,7 +22,7 @@ TEST(RandomFill, DeviceValuesEqualTheHostTwinBitForBit) {
   const std::vector<float> device = download_as_float(buffer);
   std::size_t mismatches = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const float host = float_from_bf16_bits(bf16_bits(random_fill_value(42, i, 0.02f, 1.0f)));
+    const float host = model::round_to_bf16(random_fill_value(42, i, 0.02f, 1.0f));
     if (host != device[i]) ++mismatches;
   }
   std::printf("[cuda] random fill: %zu of %zu values differ from the host twin\n", mismatches, n);

@@ -1,8 +1,6 @@
-// Test helpers around the device KV-cache layout (runners/cuda/device_sequence_kv.h): upload a
-// cpu::KvCache into freshly allocated device buffers, read a head back, and build ragged CPU caches
-// (append a history, then keep a random subset per head) as the references of the kernel tests.
-// Unused slots are filled with NaN keys/values and position −1, so a kernel that reads past a
-// head's length poisons its result instead of passing by luck.
+// Test helpers of the kernel tests around the device KV-cache layout (upload: tests/cuda/
+// device_kv_upload.h): read a head or the lengths back, and build ragged CPU caches (append a
+// history, then keep a random subset per head) as the references of the kernel tests.
 #pragma once
 
 #include <cstdint>
@@ -11,21 +9,10 @@
 #include "runners/cpu/kv_cache.h"
 #include "runners/cuda/device_buffer.h"
 #include "runners/cuda/device_sequence_kv.h"
+#include "tests/cuda/device_kv_upload.h"
 #include "tests/cuda/kernels/test_data.h"
 
 namespace kvaudit::cuda::test {
-
-struct DeviceKvCopy {
-  DeviceBuffer<bf16> keys;
-  DeviceBuffer<bf16> values;
-  DeviceBuffer<std::int32_t> positions;
-  DeviceBuffer<std::int32_t> lengths;
-  DeviceSequenceKv descriptor;  // points into the buffers above
-};
-
-// Every (layer, head) of `cache` in slots 0..n-1 of a cache with `capacity` slots per head; throws
-// std::invalid_argument if a head holds more than capacity entries.
-DeviceKvCopy upload_kv_cache(const cpu::KvCache& cache, int capacity);
 
 struct HeadContents {
   std::vector<std::int32_t> positions;  // [n]

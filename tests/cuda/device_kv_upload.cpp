@@ -1,5 +1,5 @@
 // Test helper: CPU KvCache → device layout of device_sequence_kv.h (device_kv_upload.h).
-#include "tests/cuda/attention/device_kv_upload.h"
+#include "tests/cuda/device_kv_upload.h"
 
 #include <cstddef>
 #include <stdexcept>

@@ -1,5 +1,5 @@
-// Device KV-cache upload/download and ragged CPU cache builders; see device_kv_upload.h.
-#include "tests/cuda/kernels/device_kv_upload.h"
+// Device KV-cache read-back and ragged CPU cache builders; see kv_cache_test_helpers.h.
+#include "tests/cuda/kernels/kv_cache_test_helpers.h"
 
 #include <cstddef>
 #include <span>
@@ -9,63 +9,6 @@
 #include "runners/cuda/cuda_check.h"
 
 namespace kvaudit::cuda::test {
-namespace {
-
-bf16 bf16_nan() {
-  __nv_bfloat16_raw raw;
-  raw.x = 0x7fc0u;
-  return bf16(raw);
-}
-
-}  // namespace
-
-DeviceKvCopy upload_kv_cache(const cpu::KvCache& cache, int capacity) {
-  const int layers = cache.num_layers();
-  const int kv_heads = cache.num_kv_heads();
-  const int d = cache.head_dim();
-  const std::size_t heads = static_cast<std::size_t>(layers) * static_cast<std::size_t>(kv_heads);
-  const std::size_t slots = heads * static_cast<std::size_t>(capacity);
-  const std::size_t dim = static_cast<std::size_t>(d);
-  std::vector<bf16> keys(slots * dim, bf16_nan());
-  std::vector<bf16> values(slots * dim, bf16_nan());
-  std::vector<std::int32_t> positions(slots, -1);
-  std::vector<std::int32_t> lengths(heads, 0);
-  for (int layer = 0; layer < layers; ++layer) {
-    for (int h = 0; h < kv_heads; ++h) {
-      const cpu::KvHeadView view = cache.head(layer, h);
-      if (view.size() > static_cast<std::size_t>(capacity)) {
-        throw std::invalid_argument("upload_kv_cache: layer " + std::to_string(layer) + ", head " +
-                                    std::to_string(h) + " holds " + std::to_string(view.size()) +
-                                    " entries, capacity " + std::to_string(capacity));
-      }
-      const std::size_t lh = static_cast<std::size_t>(layer) * kv_heads + h;
-      lengths[lh] = static_cast<std::int32_t>(view.size());
-      const std::vector<bf16> head_keys = to_bf16(view.keys);
-      const std::vector<bf16> head_values = to_bf16(view.values);
-      const std::size_t slot0 = lh * static_cast<std::size_t>(capacity);
-      for (std::size_t i = 0; i < view.size(); ++i) positions[slot0 + i] = view.positions[i];
-      for (std::size_t k = 0; k < head_keys.size(); ++k) {
-        keys[slot0 * dim + k] = head_keys[k];
-        values[slot0 * dim + k] = head_values[k];
-      }
-    }
-  }
-  DeviceKvCopy copy{DeviceBuffer<bf16>(keys.size()), DeviceBuffer<bf16>(values.size()),
-                    DeviceBuffer<std::int32_t>(positions.size()),
-                    DeviceBuffer<std::int32_t>(lengths.size()), DeviceSequenceKv{}};
-  copy.keys.upload(keys);
-  copy.values.upload(values);
-  copy.positions.upload(positions);
-  copy.lengths.upload(lengths);
-  copy.descriptor.keys = copy.keys.data();
-  copy.descriptor.values = copy.values.data();
-  copy.descriptor.positions = copy.positions.data();
-  copy.descriptor.lengths = copy.lengths.data();
-  copy.descriptor.num_kv_heads = kv_heads;
-  copy.descriptor.head_dim = d;
-  copy.descriptor.capacity = capacity;
-  return copy;
-}
 
 std::vector<std::int32_t> download_lengths(const DeviceKvCopy& cache, int num_layers) {
   std::vector<std::int32_t> lengths(static_cast<std::size_t>(num_layers) *
