@@ -76,6 +76,17 @@ check "reduce says nothing ran" contains "$work/err.txt" "no shards directory"
 check "run with an unreadable model records every cell" expect_rc 0 "$kv" run "$qs/manifests/quickstart.toml"
 check "run summary counts the failed cells" contains "$work/err.txt" "(ok 0, oom 0, error 880, excluded 0, abandoned 0); 880 of 880 cells recorded in all"
 check "rerun has nothing left to do" expect_rc 0 "$kv" run "$qs/manifests/quickstart.toml"
+check "rerun says which device the rank uses" contains "$work/err.txt" "kvaudit run [rank 0]: CPU backend (no GPU: "
+check "run --device bogus refused" expect_rc 1 "$kv" run "$qs/manifests/quickstart.toml" --device bogus
+check "run --device names the choices" contains "$work/err.txt" "--device: 'bogus' is not one of auto, cpu, cuda"
+check "run --device cpu" expect_rc 0 "$kv" run "$qs/manifests/quickstart.toml" --device cpu
+check "run --device cpu says so" contains "$work/err.txt" "CPU backend (--device cpu)"
+if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "skip: 'run --device cuda without a GPU' (this machine has a GPU)"
+else
+  check "run --device cuda without a GPU" expect_rc 1 "$kv" run "$qs/manifests/quickstart.toml" --device cuda
+  check "run --device cuda says why" contains "$work/err.txt" "--device cuda: no usable CUDA device: "
+fi
 check "reduce of failed cells is partial" expect_rc 3 "$kv" reduce "$qs/results/quickstart"
 check "reduce counts the failed cells" contains "$work/out.txt" "880 failed, 0 missing"
 check "generate ruler without options" expect_rc 1 "$kv" generate ruler
