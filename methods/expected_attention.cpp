@@ -40,6 +40,36 @@ ExpectedAttentionScorer::ExpectedAttentionScorer(ExpectedAttentionParams params)
     throw std::invalid_argument("expected_attention: epsilon must be >= 0");
 }
 
+void rotate_query_moments(const double* query_sum, const double* query_outer, double n,
+                          std::span<const double> rotation, std::size_t head_dim,
+                          bool with_covariance, double* mean_out, double* covariance_out) {
+  const std::size_t d = head_dim;
+  const double* R = rotation.data();
+  std::vector<double> mu(d), cov(d * d), tmp(d * d);
+  for (std::size_t a = 0; a < d; ++a) mu[a] = query_sum[a] / n;
+  for (std::size_t a = 0; a < d; ++a)
+    for (std::size_t b = 0; b < d; ++b) cov[a * d + b] = query_outer[a * d + b] / n - mu[a] * mu[b];
+  for (std::size_t r = 0; r < d; ++r) {
+    double acc = 0.0;
+    for (std::size_t c = 0; c < d; ++c) acc += R[r * d + c] * mu[c];
+    mean_out[r] = acc;
+  }
+  if (!with_covariance) return;
+  // tmp = Σ R̄ᵀ, covariance_out = R̄ tmp.
+  for (std::size_t a = 0; a < d; ++a)
+    for (std::size_t b = 0; b < d; ++b) {
+      double acc = 0.0;
+      for (std::size_t c = 0; c < d; ++c) acc += cov[a * d + c] * R[b * d + c];
+      tmp[a * d + b] = acc;
+    }
+  for (std::size_t a = 0; a < d; ++a)
+    for (std::size_t b = 0; b < d; ++b) {
+      double acc = 0.0;
+      for (std::size_t c = 0; c < d; ++c) acc += R[a * d + c] * tmp[c * d + b];
+      covariance_out[a * d + b] = acc;
+    }
+}
+
 void ExpectedAttentionScorer::score(const LayerCapture& layer, const SelectionContext&,
                                     std::span<float> scores) const {
   check_query_moments(layer, params_.n_sink, name());
@@ -57,33 +87,10 @@ void ExpectedAttentionScorer::score(const LayerCapture& layer, const SelectionCo
       averaged_rope_rotation(layer.rope_inv_freq, layer.length, params_.n_future_positions);
 
   std::vector<double> group_sum((L - sink) * static_cast<std::size_t>(layer.num_kv_heads), 0.0);
-  std::vector<double> mu(d), mu_rot(d), cov(d * d), tmp(d * d), cov_rot(d * d), z(L - sink);
+  std::vector<double> mu_rot(d), cov_rot(d * d), z(L - sink);
   for (std::size_t h = 0; h < H; ++h) {
-    const double* qs = layer.query_sum.data() + h * d;
-    const double* qo = layer.query_outer.data() + h * d * d;
-    for (std::size_t a = 0; a < d; ++a) mu[a] = qs[a] / n;
-    for (std::size_t a = 0; a < d; ++a)
-      for (std::size_t b = 0; b < d; ++b) cov[a * d + b] = qo[a * d + b] / n - mu[a] * mu[b];
-    for (std::size_t r = 0; r < d; ++r) {
-      double acc = 0.0;
-      for (std::size_t c = 0; c < d; ++c) acc += R[r * d + c] * mu[c];
-      mu_rot[r] = acc;
-    }
-    if (params_.use_covariance) {
-      // tmp = Σ R̄ᵀ, cov_rot = R̄ tmp.
-      for (std::size_t a = 0; a < d; ++a)
-        for (std::size_t b = 0; b < d; ++b) {
-          double acc = 0.0;
-          for (std::size_t c = 0; c < d; ++c) acc += cov[a * d + c] * R[b * d + c];
-          tmp[a * d + b] = acc;
-        }
-      for (std::size_t a = 0; a < d; ++a)
-        for (std::size_t b = 0; b < d; ++b) {
-          double acc = 0.0;
-          for (std::size_t c = 0; c < d; ++c) acc += R[a * d + c] * tmp[c * d + b];
-          cov_rot[a * d + b] = acc;
-        }
-    }
+    rotate_query_moments(layer.query_sum.data() + h * d, layer.query_outer.data() + h * d * d, n, R,
+                         d, params_.use_covariance, mu_rot.data(), cov_rot.data());
     const std::size_t kv = h / g;
     const float* keys = layer.keys[kv].data();
     double zmax = -INFINITY;

@@ -29,6 +29,14 @@ struct ExpectedAttentionParams {
 std::vector<double> averaged_rope_rotation(std::span<const float> inv_freq, std::int64_t length,
                                            int n_future_positions);
 
+// Step 3 for one query head: from Σq [d] and Σqqᵀ [d, d] over n rows, μ = Σq/n, Σ = Σqqᵀ/n − μμᵀ,
+// then mean_out = R̄ μ [d] and, with covariance, covariance_out = R̄ Σ R̄ᵀ [d, d] (fp64, fixed loop
+// order; the GPU scorer calls it too, so both rotate bit-identically). covariance_out is untouched
+// without covariance.
+void rotate_query_moments(const double* query_sum, const double* query_outer, double n,
+                          std::span<const double> rotation, std::size_t head_dim,
+                          bool with_covariance, double* mean_out, double* covariance_out);
+
 class ExpectedAttentionScorer : public Scorer {
  public:
   explicit ExpectedAttentionScorer(ExpectedAttentionParams params);

@@ -19,7 +19,8 @@ namespace kvaudit::cuda {
 // Working buffers for up to `rows` stacked rows (grow-only; a DecodeGraph owns its own).
 struct CudaModel::Workspace {
   std::size_t rows = 0;
-  DeviceBuffer<bf16> x, normed, qkv, q, q_pre_rope, attn, proj, gate_up, act;
+  DeviceBuffer<bf16> x, normed, qkv, q, attn, proj, gate_up, act;
+  DeviceBuffer<bf16> q_pre_rope;  // [rows, H·d], only while an observer asks for pre-RoPE queries
   DeviceBuffer<std::int32_t> tokens, positions, row_sequence, row_offset;
   // Per forward call (sized on demand).
   DeviceBuffer<std::int32_t> new_tokens;       // [sequences]
@@ -38,7 +39,6 @@ struct CudaModel::Workspace {
     normed = DeviceBuffer<bf16>(n * hidden);
     qkv = DeviceBuffer<bf16>(n * (q_width + 2 * kv_width));
     q = DeviceBuffer<bf16>(n * q_width);
-    q_pre_rope = DeviceBuffer<bf16>(n * q_width);
     attn = DeviceBuffer<bf16>(n * q_width);
     proj = DeviceBuffer<bf16>(n * hidden);
     gate_up = DeviceBuffer<bf16>(n * 2 * inter);
@@ -360,6 +360,11 @@ std::vector<cpu::LogitMatrix> CudaModel::forward(
   ensure_workspace(total);
   Workspace& ws = *workspace_;
   ws.ensure_sequences(n_seq);
+  if (observer != nullptr && observer->wants_pre_rope_queries()) {
+    const std::size_t needed =
+        total * static_cast<std::size_t>(config().num_heads) * config().head_dim;
+    if (ws.q_pre_rope.size() < needed) ws.q_pre_rope = DeviceBuffer<bf16>(needed);
+  }
   upload_async(ws.tokens, all_tokens, stream_);
   upload_async(ws.positions, positions, stream_);
   upload_async(ws.row_sequence, row_sequence, stream_);

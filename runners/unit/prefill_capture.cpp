@@ -227,14 +227,10 @@ std::vector<methods::LayerCapture> PrefillCapture::layers(
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const BoundaryData& data = data_[as_size(layer)][index];
     methods::LayerCapture& view = result[as_size(layer)];
-    view.layer = layer;
-    view.num_layers = c.num_layers;
-    view.num_heads = c.num_heads;
-    view.num_kv_heads = c.num_kv_heads;
-    view.head_dim = c.head_dim;
-    view.hidden_size = c.hidden_size;
-    view.length = boundary;
-    view.model_is_bf16 = c.dtype == model::ComputeDtype::bf16;
+    view = make_layer_capture(c, options_, layer, boundary,
+                              {data.window_rows, data.window_queries, data.column_sums,
+                               data.query_count, data.query_sum, data.query_outer},
+                              weights.layers[as_size(layer)].o_proj, rope_inv_freq);
     for (int g = 0; g < c.num_kv_heads; ++g) {
       const cpu::KvHeadView head = cache.head(layer, g);
       // The first b entries must be positions 0..b-1 (a prefilled, not yet evicted prefix).
@@ -245,17 +241,34 @@ std::vector<methods::LayerCapture> PrefillCapture::layers(
       view.keys.push_back(head.keys.first(b * dim));
       view.values.push_back(head.values.first(b * dim));
     }
-    view.window_rows = data.window_rows;
-    view.window_queries = data.window_queries;
-    view.column_sums = data.column_sums;
-    view.moments_first_row = options_.moments_first_row;
-    view.query_count = options_.query_moments ? data.query_count : 0;
-    view.query_sum = data.query_sum;
-    view.query_outer = data.query_outer;
-    view.o_proj = weights.layers[as_size(layer)].o_proj;
-    view.rope_inv_freq = rope_inv_freq;
   }
   return result;
+}
+
+methods::LayerCapture make_layer_capture(const model::ModelConfig& config,
+                                         const CaptureOptions& options, int layer, int boundary,
+                                         const CapturedBoundary& captured,
+                                         std::span<const float> o_proj,
+                                         std::span<const float> rope_inv_freq) {
+  methods::LayerCapture view;
+  view.layer = layer;
+  view.num_layers = config.num_layers;
+  view.num_heads = config.num_heads;
+  view.num_kv_heads = config.num_kv_heads;
+  view.head_dim = config.head_dim;
+  view.hidden_size = config.hidden_size;
+  view.length = boundary;
+  view.model_is_bf16 = config.dtype == model::ComputeDtype::bf16;
+  view.window_rows = captured.window_rows;
+  view.window_queries = captured.window_queries;
+  view.column_sums = captured.column_sums;
+  view.moments_first_row = options.moments_first_row;
+  view.query_count = options.query_moments ? captured.query_count : 0;
+  view.query_sum = captured.query_sum;
+  view.query_outer = captured.query_outer;
+  view.o_proj = o_proj;
+  view.rope_inv_freq = rope_inv_freq;
+  return view;
 }
 
 }  // namespace kvaudit::unit

@@ -59,6 +59,26 @@ struct CaptureOptions {
   int moments_first_row = 4;   // r0 ≥ 0 (kvpress ExpectedAttention's n_sink)
 };
 
+// What one capture holds for a (layer, boundary), as spans into its own storage.
+struct CapturedBoundary {
+  int window_rows = 0;
+  std::span<const float> window_queries;  // [H, window_rows, d]
+  std::span<const float> column_sums;     // [H, b] or empty
+  std::int64_t query_count = 0;
+  std::span<const double> query_sum;    // [H, d] or empty
+  std::span<const double> query_outer;  // [H, d, d] or empty
+};
+
+// The LayerCapture view of `layer` at `boundary` with every field but keys/values (the caller adds
+// one span per KV head): the model's shape, the captured data, o_proj and the RoPE frequencies.
+// Shared by PrefillCapture and the CUDA backend's CudaPrefillCapture, so both hand methods the same
+// view.
+methods::LayerCapture make_layer_capture(const model::ModelConfig& config,
+                                         const CaptureOptions& options, int layer, int boundary,
+                                         const CapturedBoundary& captured,
+                                         std::span<const float> o_proj,
+                                         std::span<const float> rope_inv_freq);
+
 class PrefillCapture : public cpu::PrefillObserver {
  public:
   // `config` is the prefilled model's; its dtype decides the eager numerics' bf16 rounding.

@@ -202,29 +202,17 @@ std::vector<methods::LayerCapture> CudaPrefillCapture::layers(
     const LayerData& layer = layers_[as_size(l)];
     const BoundaryData& data = layer.boundaries[index];
     methods::LayerCapture& view = result[as_size(l)];
-    view.layer = l;
-    view.num_layers = c.num_layers;
-    view.num_heads = c.num_heads;
-    view.num_kv_heads = c.num_kv_heads;
-    view.head_dim = c.head_dim;
-    view.hidden_size = c.hidden_size;
-    view.length = boundary;
-    view.model_is_bf16 = config_.dtype == model::ComputeDtype::bf16;
+    view =
+        unit::make_layer_capture(config_, options_, l, boundary,
+                                 {data.window_rows, data.host_window_queries, data.host_column_sums,
+                                  data.query_count, data.host_query_sum, data.host_query_outer},
+                                 weights.layers[as_size(l)].o_proj, rope_inv_freq);
     for (std::size_t g = 0; g < as_size(c.num_kv_heads); ++g) {
       view.keys.push_back(
           std::span<const float>(layer.host_keys).subspan(g * head_stride, b * dim));
       view.values.push_back(
           std::span<const float>(layer.host_values).subspan(g * head_stride, b * dim));
     }
-    view.window_rows = data.window_rows;
-    view.window_queries = data.host_window_queries;
-    view.column_sums = data.host_column_sums;
-    view.moments_first_row = options_.moments_first_row;
-    view.query_count = options_.query_moments ? data.query_count : 0;
-    view.query_sum = data.host_query_sum;
-    view.query_outer = data.host_query_outer;
-    view.o_proj = weights.layers[as_size(l)].o_proj;
-    view.rope_inv_freq = rope_inv_freq;
   }
   return result;
 }

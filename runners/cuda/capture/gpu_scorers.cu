@@ -559,37 +559,15 @@ void score_expected_attention(const DeviceLayerCapture& c,
   KVAUDIT_CUDA_CHECK(cudaMemcpy(query_outer.data(), c.query_outer,
                                 query_outer.size() * sizeof(double), cudaMemcpyDeviceToHost));
 
-  // μ' = R̄ μ and Σ' = R̄ Σ R̄ᵀ per head: the CPU scorer's loops, in its order (O(H·d³), host).
+  // μ' = R̄ μ and Σ' = R̄ Σ R̄ᵀ per head with the CPU scorer's own function (O(H·d³), host).
   const auto n = static_cast<double>(c.query_count);
   const auto R =
       methods::averaged_rope_rotation(rope_inv_freq, c.length, params.n_future_positions);
   std::vector<double> mu_rot(H * d, 0.0), cov_rot(H * d * d, 0.0);
-  std::vector<double> mu(d), cov(d * d), tmp(d * d);
   for (std::size_t h = 0; h < H; ++h) {
-    const double* qs = query_sum.data() + h * d;
-    const double* qo = query_outer.data() + h * d * d;
-    for (std::size_t a = 0; a < d; ++a) mu[a] = qs[a] / n;
-    for (std::size_t a = 0; a < d; ++a)
-      for (std::size_t b = 0; b < d; ++b) cov[a * d + b] = qo[a * d + b] / n - mu[a] * mu[b];
-    for (std::size_t r = 0; r < d; ++r) {
-      double acc = 0.0;
-      for (std::size_t col = 0; col < d; ++col) acc += R[r * d + col] * mu[col];
-      mu_rot[h * d + r] = acc;
-    }
-    if (params.use_covariance) {
-      for (std::size_t a = 0; a < d; ++a)
-        for (std::size_t b = 0; b < d; ++b) {
-          double acc = 0.0;
-          for (std::size_t col = 0; col < d; ++col) acc += cov[a * d + col] * R[b * d + col];
-          tmp[a * d + b] = acc;
-        }
-      for (std::size_t a = 0; a < d; ++a)
-        for (std::size_t b = 0; b < d; ++b) {
-          double acc = 0.0;
-          for (std::size_t col = 0; col < d; ++col) acc += R[a * d + col] * tmp[col * d + b];
-          cov_rot[h * d * d + a * d + b] = acc;
-        }
-    }
+    methods::rotate_query_moments(query_sum.data() + h * d, query_outer.data() + h * d * d, n, R, d,
+                                  params.use_covariance, mu_rot.data() + h * d,
+                                  cov_rot.data() + h * d * d);
   }
   DeviceBuffer<double> mu_device(mu_rot.size()), cov_device(cov_rot.size());
   mu_device.upload(mu_rot);
