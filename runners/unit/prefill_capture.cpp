@@ -31,19 +31,27 @@ void require(bool ok, const std::string& message) {
 
 PrefillCapture::PrefillCapture(const model::ModelConfig& config, CaptureOptions options)
     : config_(config), options_(std::move(options)) {
-  require(!options_.boundaries.empty(), "no boundary to capture at");
-  std::sort(options_.boundaries.begin(), options_.boundaries.end());
-  options_.boundaries.erase(std::unique(options_.boundaries.begin(), options_.boundaries.end()),
-                            options_.boundaries.end());
-  require(options_.boundaries.front() >= 1,
-          "boundary " + std::to_string(options_.boundaries.front()) + " is not positive");
-  require(options_.window_rows >= 0,
-          "window_rows " + std::to_string(options_.window_rows) + " is negative");
-  require(options_.moments_first_row >= 0,
-          "moments_first_row " + std::to_string(options_.moments_first_row) + " is negative");
-  require(config.num_layers > 0 && config.num_heads > 0 && config.num_kv_heads > 0 &&
-              config.head_dim > 0 && config.num_heads % config.num_kv_heads == 0,
-          "the model config has no valid layer/head shape");
+  normalize_capture_options(options_, config_, "PrefillCapture");
+}
+
+void normalize_capture_options(CaptureOptions& options, const model::ModelConfig& config,
+                               const std::string& owner) {
+  const auto check = [&](bool ok, const std::string& message) {
+    if (!ok) throw std::invalid_argument(owner + ": " + message);
+  };
+  check(!options.boundaries.empty(), "no boundary to capture at");
+  std::sort(options.boundaries.begin(), options.boundaries.end());
+  options.boundaries.erase(std::unique(options.boundaries.begin(), options.boundaries.end()),
+                           options.boundaries.end());
+  check(options.boundaries.front() >= 1,
+        "boundary " + std::to_string(options.boundaries.front()) + " is not positive");
+  check(options.window_rows >= 0,
+        "window_rows " + std::to_string(options.window_rows) + " is negative");
+  check(options.moments_first_row >= 0,
+        "moments_first_row " + std::to_string(options.moments_first_row) + " is negative");
+  check(config.num_layers > 0 && config.num_heads > 0 && config.num_kv_heads > 0 &&
+            config.head_dim > 0 && config.num_heads % config.num_kv_heads == 0,
+        "the model config has no valid layer/head shape");
 }
 
 bool PrefillCapture::complete() const { return data_.size() == as_size(config_.num_layers); }

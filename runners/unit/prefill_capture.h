@@ -40,6 +40,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "methods/layer_capture.h"
@@ -58,6 +59,12 @@ struct CaptureOptions {
   bool query_moments = false;  // compute pre-RoPE query moments
   int moments_first_row = 4;   // r0 ≥ 0 (kvpress ExpectedAttention's n_sink)
 };
+
+// Sorts and de-duplicates options.boundaries and checks them, W, r0 and the config's shape; throws
+// std::invalid_argument prefixed with `owner` ("PrefillCapture", "CudaPrefillCapture") naming what
+// is wrong. Shared by both captures' constructors.
+void normalize_capture_options(CaptureOptions& options, const model::ModelConfig& config,
+                               const std::string& owner);
 
 // What one capture holds for a (layer, boundary), as spans into its own storage.
 struct CapturedBoundary {

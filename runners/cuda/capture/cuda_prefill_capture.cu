@@ -30,22 +30,10 @@ std::vector<T> download_all(const DeviceBuffer<T>& buffer) {
 CudaPrefillCapture::CudaPrefillCapture(const model::ModelConfig& config,
                                        unit::CaptureOptions options)
     : config_(config), options_(std::move(options)) {
-  require(!options_.boundaries.empty(), "no boundary to capture at");
-  std::sort(options_.boundaries.begin(), options_.boundaries.end());
-  options_.boundaries.erase(std::unique(options_.boundaries.begin(), options_.boundaries.end()),
-                            options_.boundaries.end());
-  require(options_.boundaries.front() >= 1,
-          "boundary " + std::to_string(options_.boundaries.front()) + " is not positive");
+  unit::normalize_capture_options(options_, config_, "CudaPrefillCapture");
   require(options_.boundaries.size() <= as_size(kMaxCaptureBoundaries),
           std::to_string(options_.boundaries.size()) + " boundaries, at most " +
               std::to_string(kMaxCaptureBoundaries) + " are supported");
-  require(options_.window_rows >= 0,
-          "window_rows " + std::to_string(options_.window_rows) + " is negative");
-  require(options_.moments_first_row >= 0,
-          "moments_first_row " + std::to_string(options_.moments_first_row) + " is negative");
-  require(config.num_layers > 0 && config.num_heads > 0 && config.num_kv_heads > 0 &&
-              config.head_dim > 0 && config.num_heads % config.num_kv_heads == 0,
-          "the model config has no valid layer/head shape");
   kv_rows_ = options_.boundaries.back();
 }
 
