@@ -23,6 +23,7 @@
 
 #include "runners/cuda/attention/prefill_attention.h"
 #include "runners/cuda/attention/prefill_attention_checks.h"
+#include "runners/cuda/attention/visible_keys.cuh"
 #include "runners/cuda/cuda_check.h"
 
 namespace kvaudit::cuda {
@@ -32,19 +33,6 @@ constexpr int kSoftmaxThreads = 256;
 constexpr int kScoreAlignment = 8;  // score rows padded to 8 bf16 (16 bytes) for cuBLAS
 constexpr int kMaxGridY = 65535;    // the group is grid y
 
-// Number of the first `count` positions that are ≤ value (positions ascending).
-__device__ int visible_prefix(const std::int32_t* positions, int count, std::int32_t value) {
-  int low = 0, high = count;
-  while (low < high) {
-    const int mid = low + (high - low) / 2;
-    if (positions[mid] <= value) {
-      low = mid + 1;
-    } else {
-      high = mid;
-    }
-  }
-  return low;
-}
 
 // Reduces `value` over the block (kSoftmaxThreads threads); every thread gets the result.
 template <bool Max>

@@ -32,6 +32,7 @@
 
 #include "runners/cuda/attention/prefill_attention.h"
 #include "runners/cuda/attention/prefill_attention_checks.h"
+#include "runners/cuda/attention/visible_keys.cuh"
 #include "runners/cuda/cuda_check.h"
 
 namespace kvaudit::cuda {
@@ -92,19 +93,6 @@ struct SdpaArgs {
   __nv_bfloat16* out;
 };
 
-// Number of the first `count` positions that are ≤ value (positions ascending).
-__device__ int upper_bound_position(const std::int32_t* positions, int count, std::int32_t value) {
-  int low = 0, high = count;
-  while (low < high) {
-    const int mid = low + (high - low) / 2;
-    if (positions[mid] <= value) {
-      low = mid + 1;
-    } else {
-      high = mid;
-    }
-  }
-  return low;
-}
 
 // 16-byte asynchronous copy global → shared; src_bytes = 0 writes zeros and reads nothing.
 __device__ void copy_16_async(void* shared, const void* global, int src_bytes) {
@@ -182,7 +170,7 @@ __global__ void __launch_bounds__(kThreads) sdpa_prefill_kernel(const SdpaArgs a
   const int block_row = warp * kWarpRows + lane_row;
   const bool row_valid = block_row < rows_here;
   const int visible =
-      row_valid ? upper_bound_position(positions, kv_length, args.query_positions[row0 + block_row])
+      row_valid ? visible_prefix(positions, kv_length, args.query_positions[row0 + block_row])
                 : 0;
   float running_max = negative_infinity;
   float running_sum = 0.0f;
