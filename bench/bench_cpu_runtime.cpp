@@ -27,9 +27,9 @@
 
 namespace {
 
-using kvaudit::cpu::AttentionBackend;
+using kvaudit::AttentionBackend;
 using kvaudit::cpu::CpuModel;
-using kvaudit::cpu::LogitRows;
+using kvaudit::LogitRows;
 using kvaudit::cpu::SequenceState;
 
 constexpr int kDecodeContext = 512;
@@ -81,7 +81,7 @@ void BM_Prefill(benchmark::State& state) {
     state.SkipWithError(loaded.error.c_str());
     return;
   }
-  const CpuModel model(*loaded.weights, backend_of(state));
+  CpuModel model(*loaded.weights, backend_of(state));
   const int tokens = static_cast<int>(state.range(1));
   const std::vector<std::int32_t> prompt = prompt_tokens(tokens, model.config().vocab_size, 1);
   for (auto _ : state) {
@@ -98,7 +98,7 @@ void BM_Decode(benchmark::State& state) {
     state.SkipWithError(loaded.error.c_str());
     return;
   }
-  const CpuModel model(*loaded.weights, backend_of(state));
+  CpuModel model(*loaded.weights, backend_of(state));
   const int batch = static_cast<int>(state.range(1));
   const int vocab = model.config().vocab_size;
   std::vector<SequenceState> prefilled;

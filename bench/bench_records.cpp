@@ -53,8 +53,8 @@ CellRecord realistic_record(std::uint64_t i, int rank) {
   r.method = "snapkv-w32-k7";
   r.method_id = "snapkv";
   r.params_digest = "3f2a9c0d4e5b6a71";
-  r.backend = kvaudit::records::Backend::sdpa;
-  r.protocol = kvaudit::records::Protocol::query_agnostic;
+  r.attention_backend = kvaudit::AttentionBackend::sdpa;
+  r.protocol = kvaudit::Protocol::query_agnostic;
   r.budget_kind = kvaudit::records::BudgetKind::compression;
   r.compression = 0.5;
   r.retention = 0.5;

@@ -37,7 +37,7 @@ namespace {
 
 using kvaudit::unit::CellSpec;
 using kvaudit::unit::CellStatus;
-using kvaudit::unit::Protocol;
+using kvaudit::Protocol;
 using kvaudit::unit::UnitResult;
 
 struct Arguments {
@@ -121,7 +121,7 @@ int run(int argc, char** argv) {
   const std::string path = model_path();
   const kvaudit::model::ModelWeights weights = kvaudit::model::load_model_weights(path);
   const std::unique_ptr<kvaudit::model::Tokenizer> tokenizer = kvaudit::model::load_tokenizer(path);
-  const kvaudit::cpu::CpuModel model(weights, kvaudit::cpu::AttentionBackend::eager);
+  kvaudit::cpu::CpuModel model(weights, kvaudit::AttentionBackend::eager);
   const kvaudit::unit::UnitTokens unit = make_unit(*tokenizer, args.context_tokens);
 
   const kvaudit::methods::MethodConfig snap{

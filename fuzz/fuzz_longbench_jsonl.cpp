@@ -11,7 +11,7 @@
 #include "suite/benchmarks/longbench/longbench_jsonl.h"
 #include "suite/benchmarks/longbench/longbench_prompt.h"
 #include "suite/benchmarks/longbench/python_format.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   namespace bench = kvaudit::benchmarks;

@@ -9,7 +9,7 @@
 #include "suite/benchmarks/ruler/essay.h"
 #include "suite/benchmarks/ruler/qa_data.h"
 #include "suite/benchmarks/ruler/ruler_generator.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;

@@ -2,11 +2,12 @@
 // Optimizing KV Cache Eviction by Adaptive Budget Allocation", arXiv 2407.11550). Scores are the
 // wrapped scorer's [Hkv, L]; n_kept = kept_count(L, cr); the layer keeps Hkv·n_kept entries in all
 // (approximately, for "original"), each head its own positions (real eviction; kvpress masks).
-//   variant "kvpress" (kvpress 0.5.5 AdaKVPress, reference/kvpress.md §2):
+//   variant "kvpress" (kvpress 0.5.5 AdaKVPress, docs/design/kvpress.md §AdaKVPress):
 //     n_safe = floor(n_kept·α), at least 1 when α > 0 (PR #264); each head's n_safe best scores
 //     are reserved (float max); then the Hkv·(L−n_kept) lowest entries of the whole layer are
 //     evicted (kvpress masks them), ties broken as torch's CPU topk (top_k.h).
-//   variant "original" (FFY0/AdaKV AdaptiveSnapKVCluster, methods-extra.md §5, normalize off):
+//   variant "original" (FFY0/AdaKV AdaptiveSnapKVCluster, normalize off;
+//   docs/design/original-methods.md §AdaKV):
 //     B = n_kept; c_h = how many of the top Hkv·B entries of the layer head h holds;
 //     B_h = round(c_h·(1−α) + floor(α·B)) (half to even), clamped to [1, L]; head h keeps its
 //     B_h best. The original budgets exclude its window (appended separately); here protected
@@ -19,8 +20,6 @@
 
 namespace kvaudit::methods {
 
-enum class AdaKvVariant { kvpress, original };
-
 // Per-head kept positions (ascending) of one layer under the allocation above.
 std::vector<std::vector<std::int32_t>> adakv_allocate(std::span<const float> scores,
                                                       int num_kv_heads, int length,
@@ -29,8 +28,7 @@ std::vector<std::vector<std::int32_t>> adakv_allocate(std::span<const float> sco
 
 class AdaKvMethod : public Method {
  public:
-  AdaKvMethod(std::shared_ptr<const Scorer> scorer, double alpha = 0.2,
-              AdaKvVariant variant = AdaKvVariant::kvpress);
+  AdaKvMethod(std::shared_ptr<const Scorer> scorer, double alpha, AdaKvVariant variant);
   Selection select(std::span<const LayerCapture> layers, const Budget& budget,
                    const SelectionContext& context) const override;
   int window_needed() const override { return scorer_->window_needed(); }

@@ -1,16 +1,22 @@
 // The catalogue of eviction methods a manifest may name: each method's id, variants, parameters
-// (types, ranges, defaults per variant) and budget axis. The manifest validator checks method
-// configs against it; the scorers (one file per method, added beside this file) implement them.
-// Sources: ../shared/reference/kvpress.md §1 (kvpress 0.5.4 defaults), methods-extra.md.
+// and budget axis — the one description of every parameter (name, type, range, per-variant
+// defaults, documentation, whether it names a scorer), each bound to its member of the method's
+// typed struct (method_params.h), whose initializer is the default. The manifest validator checks
+// method configs against it (with file positions), resolve_method (method_resolution.h) turns a
+// config into typed values; the methods (one file each beside this one) implement them.
+// Defaults follow kvpress 0.5.5's presses and the original papers' code (docs/design/kvpress.md).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
+
+#include "methods/method_params.h"
 
 namespace kvaudit::methods {
 
@@ -42,6 +48,9 @@ struct ParamSpec {
   bool max_exclusive = false;
   bool odd_only = false;  // integers that must be odd (pooling kernels)
   std::vector<std::string> choices{};
+  // Stores a value of this parameter (already checked against type and range) into its member of
+  // the method's MethodParams alternative.
+  std::function<void(MethodParams&, const ParamValue&)> assign{};
 };
 
 struct MethodSpec {
@@ -52,6 +61,9 @@ struct MethodSpec {
   std::vector<std::string> variants;  // the first is the default; may be empty
   std::vector<ParamSpec> params;
   bool is_scorer;  // can be wrapped by adakv/chunkkv/criticalkv
+  // The method's typed parameters with their defaults and `variant` (one of `variants`, or ""
+  // for a method without variants) set; the params are then assigned on top.
+  std::function<MethodParams(std::string_view variant)> typed_defaults{};
 };
 
 const std::vector<MethodSpec>& method_catalog();

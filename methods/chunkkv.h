@@ -1,6 +1,6 @@
 // ChunkKvMethod: chunk-level selection over any scorer (Liu et al. 2025, "ChunkKV: Semantic-
 // Preserving KV Cache Compression for Efficient Long-Context LLM Inference"; kvpress ChunkKVPress,
-// reference/kvpress.md §1.2):
+// docs/design/kvpress.md §ChunkKVPress):
 //   chunks of `chunk_length` positions, the last one partial when L is not a multiple;
 //   chunk score = (Σ over KV heads of the scorer's scores) averaged over the chunk's positions;
 //   keep the max(1, floor(n_chunks·(1−cr))) best chunks (ties as torch.topk) — the SAME
@@ -18,7 +18,7 @@ namespace kvaudit::methods {
 
 class ChunkKvMethod : public Method {
  public:
-  ChunkKvMethod(std::shared_ptr<const Scorer> scorer, int chunk_length = 20);
+  ChunkKvMethod(std::shared_ptr<const Scorer> scorer, int chunk_length);
   Selection select(std::span<const LayerCapture> layers, const Budget& budget,
                    const SelectionContext& context) const override;
   int window_needed() const override { return scorer_->window_needed(); }

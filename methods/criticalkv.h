@@ -1,6 +1,7 @@
 // CriticalKvScorer / CriticalKvMethod: two-stage selection with output-projected value norms (Feng
 // et al. 2025, "Identify Critical KV Cache in LLM Inference from an Output Perturbation
-// Perspective", arXiv 2502.03805; kvpress 0.5.5 CriticalKVPress, reference/kvpress.md §1.2):
+// Perspective", arXiv 2502.03805; kvpress 0.5.5 CriticalKVPress, docs/design/kvpress.md
+// §CriticalKVPress):
 //   s = the wrapped scorer's scores (for this budget);
 //   stage 1: the top b1 = floor((1−cr)·L·first_stage_ratio) of each KV head by s (at least 1 when
 //            first_stage_ratio > 0, kvpress 0.5.5) are forced to float max;
@@ -21,8 +22,7 @@ std::vector<float> projected_value_l1_norms(const LayerCapture& layer);
 
 class CriticalKvScorer : public Scorer {
  public:
-  CriticalKvScorer(std::shared_ptr<const Scorer> scorer, double first_stage_ratio = 0.5,
-                   double epsilon = 1e-4);
+  CriticalKvScorer(std::shared_ptr<const Scorer> scorer, double first_stage_ratio, double epsilon);
   // Without a budget the two stages are undefined: throws std::logic_error (use score_for_budget).
   void score(const LayerCapture& layer, const SelectionContext& context,
              std::span<float> scores) const override;

@@ -1,6 +1,7 @@
 // DefensiveKV per-layer scoring (defensive_scoring.h, which states the formulas, the source and
 // every reproduced quirk). Source: FFY0/DefensiveKV @9251b95,
-// kvpress/presses/efficient_defensivekv_press.py l.78–215; reference/methods-extra.md §1.
+// kvpress/presses/efficient_defensivekv_press.py l.78–215; docs/design/original-methods.md
+// §DefensiveKV scoring.
 #include "methods/defensive_scoring.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // kvpress/presses/efficient_defensivekv_press.py `score` + `vwl1norm_triton` (identical scoring
 // in efficient_layer_defensivekv_press.py); paper: Feng et al. 2025, "Taming the Fragility of KV
 // Cache Eviction in LLM Inference", arXiv 2510.13334. Restated in
-// reference/methods-extra.md §1 "Exact scoring (one layer)". Notation: L candidates, w window,
+// docs/design/original-methods.md §DefensiveKV scoring. Notation: L candidates, w window,
 // P = L − w scored prefix tokens, G = H / Hkv, group(k) = the G query heads of KV head k.
 //
 //   1. A_h(i, j)  = softmax_j(q_{h,i}·k_j/√d + causal mask) over all L keys for the last w queries
@@ -38,7 +38,7 @@
 // Not reproduced: when P·(1 − cr) − w ≤ −1 the original clamps c_k to a NEGATIVE count and the
 // slice sorted_indices[:c_k] then forces all but |c_k| tokens; we clamp at 0 (no forcing), since
 // that slice is an artifact (it needs L·(1 − cr) < w, far outside the paper's settings).
-// Precision (brief: scores in fp32): A follows the reference's dtype (fp32 softmax, rounded to bf16
+// Precision (scores in fp32): A follows the reference's dtype (fp32 softmax, rounded to bf16
 // in bf16 mode, as the code casts it back to the model dtype); pooling, max, mean, value norms
 // and the cumulative sums run in fp32/double, where the original runs them in the model dtype.
 // Stage 1 sorts p_k stably (ties to the lower position); torch.sort's order among ties is

@@ -1,8 +1,8 @@
 // DefensiveKV: defensive-aggregation scores (defensive_scoring.h) with AdaKV-style selection
 // across the KV heads of each layer. Source: FFY0/DefensiveKV @9251b95,
 // kvpress/presses/efficient_ada_scorer_press.py `compress` (l.46), registry name
-// `efficient_defensivekv`; Feng et al. 2025, arXiv 2510.13334; reference/methods-extra.md §1
-// "Selection and budget".
+// `efficient_defensivekv`; Feng et al. 2025, arXiv 2510.13334; docs/design/original-methods.md
+// §DefensiveKV selection.
 //
 //   n_kept = int(L·(1 − cr)·Hkv)   per layer, over the flattened Hkv·L scores (Python float
 //                                  product, truncated; no max(1, ·) clamp in the original)

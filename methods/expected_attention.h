@@ -1,5 +1,6 @@
 // ExpectedAttentionScorer: the attention future queries are expected to pay (Devoto et al. 2025,
-// "Expected Attention"; kvpress ExpectedAttentionPress, reference/kvpress.md §3), per layer:
+// "Expected Attention", arXiv 2510.00636; kvpress ExpectedAttentionPress, docs/design/kvpress.md
+// §ExpectedAttentionPress), per layer:
 //   1. μ_h, Σ_h: mean and BIASED covariance of the pre-RoPE queries of rows n_sink..L−1
 //      (LayerCapture query_sum / query_outer / query_count): Σ = Σ q qᵀ / n − μ μᵀ.
 //   2. R̄ = mean over p = L..L+n_future−1 of R_p = diag(cos_p) + P·diag(sin_p), cos_p/sin_p from
@@ -17,13 +18,7 @@
 
 namespace kvaudit::methods {
 
-struct ExpectedAttentionParams {
-  int n_future_positions = 512;
-  int n_sink = 4;
-  bool use_covariance = true;
-  bool use_vnorm = true;
-  double epsilon = 0.0;
-};
+// Parameters: ExpectedAttentionParams (method_params.h).
 
 // R̄ [d, d] row-major for a boundary L (step 2), exposed for tests.
 std::vector<double> averaged_rope_rotation(std::span<const float> inv_freq, std::int64_t length,

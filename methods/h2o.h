@@ -2,7 +2,7 @@
 // column sums. Zhang et al. 2023, "H2O: Heavy-Hitter Oracle for Efficient Generative Inference of
 // Large Language Models", NeurIPS, arXiv 2306.14048; code FMInference/H2O @ac75c2a,
 // h2o_hf/utils_hh/modify_llama.py `LlamaAttention_heavy_hitter.forward` l.122–163;
-// reference/methods-extra.md §3.
+// docs/design/original-methods.md §H2O.
 //
 // Variant: the original generation-task code (utils_hh, used by run_text_generation.py), applied
 // once at the end of prefill. Why this one: it is the paper's own heavy + recent split (scripts use

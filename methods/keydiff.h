@@ -1,5 +1,6 @@
 // KeyDiff: keep the most distinctive keys (Park et al. 2025, "KeyDiff: Key Similarity-Based KV
-// Cache Eviction for Long-Context LLM Inference", arXiv 2504.15364; methods-extra.md §6).
+// Cache Eviction for Long-Context LLM Inference", arXiv 2504.15364;
+// docs/design/original-methods.md §KeyDiff).
 //   anchor a = mean_j k_j / max(‖k_j‖, 1e-12)   (F.normalize), per KV head, post-RoPE keys
 //   s(j)     = −cos(k_j, a) = −k_j·a / max(‖k_j‖·‖a‖, 1e-8)   (F.cosine_similarity)
 // Computed in double, rounded once to f32.
@@ -30,7 +31,7 @@ class KeyDiffScorer : public Scorer {
 
 class BlockKeyDiffMethod : public Method {
  public:
-  explicit BlockKeyDiffMethod(int block_size = 128);
+  explicit BlockKeyDiffMethod(int block_size);
   Selection select(std::span<const LayerCapture> layers, const Budget& budget,
                    const SelectionContext& context) const override;
   std::string name() const override { return "keydiff(block)"; }

@@ -1,7 +1,8 @@
 // KnormScorer: s(j) = −‖K_j‖₂ per KV head (post-RoPE keys; RoPE preserves the norm), computed in
 // fp32 as kvpress 0.5.5 does after PR #280 (`torch.linalg.vector_norm(keys, dtype=float32)`);
 // we accumulate in double and round once. Devoto et al. 2024, "A Simple and Effective L2
-// Norm-Based Strategy for KV Cache Compression"; kvpress KnormPress (reference/kvpress.md §1.1).
+// Norm-Based Strategy for KV Cache Compression", arXiv 2406.11430; kvpress KnormPress
+// (docs/design/kvpress.md §KnormPress).
 #pragma once
 
 #include "methods/method.h"

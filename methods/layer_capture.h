@@ -2,7 +2,7 @@
 //
 // The unit runner prefills prefix+context+question once and captures, per layer, what scorers need
 // (runners/unit/prefill_capture.h). For a cell it hands each method the view of its protocol's
-// boundary b (BRIEF §2):
+// boundary b (docs/design/protocols.md §Protocols):
 //   query-agnostic  b = end of context  (prefix + context tokens)
 //   query-aware     b = end of question (prefix + context + question tokens)
 // Everything in the view is restricted to rows (queries) and columns (keys) before b, so a method

@@ -2,7 +2,7 @@
 // across all layers. Source: FFY0/DefensiveKV @9251b95,
 // kvpress/presses/efficient_ada_global_scorer_press.py `compress` (l.123) and `layer_compress`
 // (l.44), registry name `efficient_layer_defensivekv`; Feng et al. 2025, arXiv 2510.13334;
-// reference/methods-extra.md §1 "Selection and budget".
+// docs/design/original-methods.md §Layer-DefensiveKV selection.
 //
 //   N_tot  = int(L·(1 − cr)·Hkv·n_layers)           (Python float product, truncated)
 //   global = top N_tot of all layers' flattened scores concatenated (layer-major, n_layers·Hkv·L)

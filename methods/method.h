@@ -4,19 +4,22 @@
 //   auto method = make_method(config, configs);           // methods/method_factory.h
 //   Selection kept = method->select(layers, budget, ctx);  // layers: one LayerCapture per layer
 //
-// Budget arithmetic is kvpress's (reference/kvpress.md §0): n_kept = floor(L·(1−cr)) in double,
-// at least 1 (kvpress PR #264). Scorer methods (ScorerMethod) keep the n_kept highest scores per
-// KV head; wrappers (AdaKV, ChunkKV, CriticalKV) reuse a scorer's scores with their own selection;
-// cross-layer methods (Layer-DefensiveKV) see every layer before choosing.
+// Budget arithmetic is kvpress's (docs/design/kvpress.md; kvpress 0.5.5 ScorerPress): n_kept =
+// floor(L·(1−cr)) in double, at least 1 (kvpress PR #264). Scorer methods (ScorerMethod) keep the
+// n_kept highest scores per KV head; wrappers (AdaKV, ChunkKV, CriticalKV) reuse a scorer's scores
+// with their own selection; cross-layer methods (Layer-DefensiveKV) see every layer before
+// choosing.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "methods/layer_capture.h"
+#include "methods/method_params.h"
 
 namespace kvaudit::methods {
 
@@ -64,6 +67,15 @@ class Method {
   virtual bool needs_column_sums() const { return false; }
   virtual bool needs_query_moments() const { return false; }
   virtual std::string name() const = 0;
+
+  // The typed catalogue parameters this method was made from (make_method records them with
+  // set_parameters; a method built directly, as tests do, has std::monostate). Device fast paths
+  // (the GPU scorers) choose by them, so they read exactly what the CPU method was built with.
+  const MethodParams& parameters() const { return parameters_; }
+  void set_parameters(MethodParams parameters) { parameters_ = std::move(parameters); }
+
+ private:
+  MethodParams parameters_;
 };
 
 // A per-layer scorer: scores[kv_head * L + j] for every candidate j of one layer; higher = keep.

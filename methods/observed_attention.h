@@ -1,4 +1,5 @@
-// ObservedAttentionScorer (H2O-like, kvpress ObservedAttentionPress, reference/kvpress.md §1.1):
+// ObservedAttentionScorer (H2O-like, kvpress ObservedAttentionPress, docs/design/kvpress.md
+// §ObservedAttentionPress):
 //   s_h(j) = Σ_{i<L} A_h(i, j) / (L − j)   (the column sum over the L − j queries that see j),
 //   s(j)   = mean over the GQA group.
 // A is eager attention (LayerCapture::column_sums, summed in fp64); kvpress requires

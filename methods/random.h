@@ -1,6 +1,7 @@
-// RandomScorer: uniform random scores, s(j) ~ U[0, 1) (kvpress RandomPress, reference/kvpress.md
-// §1.1). kvpress draws from torch's global RNG, which cannot be reproduced outside PyTorch; ours is
-// Philox4x32-10 (Random123) keyed by the cell so every run of a cell evicts the same tokens:
+// RandomScorer: uniform random scores, s(j) ~ U[0, 1) (kvpress RandomPress, docs/design/kvpress.md
+// §RandomPress). kvpress draws from torch's global RNG, which cannot be reproduced outside
+// PyTorch; ours is Philox4x32-10 (Random123) keyed by the cell so every run of a cell evicts the
+// same tokens:
 //   key     = (seed low 32 bits, seed high 32 bits)          SelectionContext::seed
 //   counter = (j, layer << 16 | kv_head, cell_key low, cell_key high)
 //   s(j)    = (word0 >> 8) · 2⁻²⁴                           (24 bits: exact in f32)

@@ -3,7 +3,8 @@
 // Source: Patrick-Ni/ReFreeKV @cc68486, modified_models/evict_utils.py `H2OKVCluster.update_kv`
 // (the `--method h2o --dynamic --metric last_token_attn` path of scripts/run_refreekv.sh) and
 // modified_models/dynamic_metrics.py `last_token_attn`; Ni et al. 2025, "ReFreeKV: Towards
-// Threshold-Free KV Cache Compression", arXiv 2502.16886; reference/methods-extra.md §2.
+// Threshold-Free KV Cache Compression", arXiv 2502.16886; docs/design/original-methods.md
+// §ReFreeKV.
 // Per layer, w = window (8 in the original's main.py), P = L − w, budget 1.0 (C = L):
 //   1. ranking   r_k(j) = Σ_{g ∈ group(k)} Σ_{i < w} A_g(i, j), j < P (window-causal softmax of the
 //                last w queries, methods/window_attention.h); order the P prefix tokens by r_k

@@ -1,7 +1,7 @@
 // ScorerMethod: kvpress's ScorerPress selection. Each layer is scored by a Scorer (budget-aware
 // scores, Scorer::score_for_budget) and each KV head keeps its n_kept = kept_count(L, cr) highest
 // scores (ties as torch.topk on the CPU, top_k.h), returned in ascending position order.
-// Source: kvpress scorer_press.py `compress` (reference/kvpress.md §0 "Selection").
+// Source: kvpress scorer_press.py `compress` (docs/design/kvpress.md §Selection, §Budget).
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
 // Window attention shared by SnapKV, PyramidKV and TOVA: the attention of the last w queries
 // before the boundary over all L keys, as kvpress `SnapKVPress.compute_window_attention` computes
-// it (reference/kvpress.md §1.1):
+// it (docs/design/kvpress.md §Window attention):
 //   A_h(r, j) = softmax_j( q_{h,r}·k_{kv(h),j} / √d + mask ),  r = 0..w-1 at position L−w+r,
 //   mask = −∞ for j > L−w+r (causal), softmax over all L keys in fp32.
 // Dot products are accumulated in double and rounded to f32 (torch's f32 matmul rounds once per

@@ -1,5 +1,6 @@
 // Binomial tails (Boost.Math), the LTT p-value with the ⌊nε⌋ − 1 guard, and K* by the explicit
-// monotone loop over the cdf. See binomial.h for the formulas and statistics.md §1 for why.
+// monotone loop over the cdf. See binomial.h for the formulas and docs/design/statistics.md
+// §Certification for why.
 #include "statistics/binomial.h"
 
 #include <boost/math/distributions/binomial.hpp>
@@ -7,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

@@ -2,10 +2,11 @@
 //
 // For a candidate with K violations among n calibration requests and a contract (ε, δ):
 //   p(K) = P{Bin(n, ε) ≤ K}   if K ≤ ⌊nε⌋ − 1,   and p(K) = 1 otherwise
-// (../shared/reference/statistics.md §1.1; the guard only makes p larger, so validity is kept).
+// (docs/design/statistics.md §The procedure; the guard only makes p larger, so validity is kept).
 // The cap ⌊nε⌋ is computed as floor(n·ε + 1e-9): 100·0.29 is 28.999999999999996 in IEEE double.
 // K*(n, ε, δ) = max{K : p(K) ≤ δ} is found by the explicit monotone loop over the cdf, never by
-// boost::math::quantile (its result depends on the discrete-quantile policy; statistics.md §1.4.8).
+// boost::math::quantile (its result depends on the discrete-quantile policy;
+// docs/design/statistics.md §Pitfalls, item 8).
 // Tails come from Boost.Math's binomial distribution (regularised incomplete beta).
 // Every function validates its inputs and throws kvaudit::InputError naming the argument.
 #pragma once

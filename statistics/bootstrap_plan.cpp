@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "statistics/rng.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

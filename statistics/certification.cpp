@@ -7,7 +7,7 @@
 #include <map>
 
 #include "statistics/binomial.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

@@ -1,4 +1,5 @@
-// Risk certification by Learn-then-Test with fixed-sequence testing (statistics.md §1).
+// Risk certification by Learn-then-Test with fixed-sequence testing (docs/design/statistics.md
+// §Certification).
 //
 // Contract (τ, ε, δ); candidates λ_1..λ_J ordered conservative → aggressive *before* the
 // calibration data is seen; full KV (λ_0) is the fallback.
@@ -7,8 +8,8 @@
 //   for j = 1, 2, …: certify while p_j ≤ δ; stop at the first p_j > δ; select the last certified
 //   candidate, or full KV when j = 1 already fails.
 // Fixed-sequence testing controls the family-wise error at δ without multiplicity correction, for
-// any dependence between the p_j (statistics.md §1.3): P(R(λ̂) ≤ ε) ≥ 1 − δ over the calibration
-// draw.
+// any dependence between the p_j (docs/design/statistics.md §Why no multiplicity correction):
+// P(R(λ̂) ≤ ε) ≥ 1 − δ over the calibration draw.
 //
 // Plug-in rule, shown beside the certified choice for contrast (it has no guarantee): the most
 // aggressive candidate, in the preregistered order, whose empirical calibration risk K_j/n ≤ ε
@@ -19,7 +20,8 @@
 // violation rate on the test requests and, per task, the test risk with a two-sided Clopper–Pearson
 // interval Bonferroni-corrected over the tasks (m = number of tasks), flagging tasks whose lower
 // bound exceeds ε. This describes the test split only; the guarantee is about the population rate
-// (statistics.md §1.4.6). Full KV never violates (τ ≥ 0), so its test risk is 0 by definition.
+// (docs/design/statistics.md §Pitfalls, item 6). Full KV never violates (τ ≥ 0), so its test risk
+// is 0 by definition.
 #pragma once
 
 #include <cstddef>

@@ -6,7 +6,7 @@
 #include <boost/math/special_functions/beta.hpp>
 #include <cstdio>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

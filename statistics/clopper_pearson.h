@@ -6,7 +6,7 @@
 // with B⁻¹ the beta quantile (Boost.Math ibeta_inv). One-sided bounds use a in place of a/2.
 // Bonferroni: an interval that belongs to a declared family of m comparisons with family-wise
 // error rate α is computed at a = α/m. Every interval result carries the family's name and m so
-// that every table can print them (BRIEF §8).
+// that every table can print them (docs/REPORT.md "Conventions shared by the analyses").
 #pragma once
 
 #include <cstdint>

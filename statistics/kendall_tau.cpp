@@ -9,7 +9,7 @@
 #include <map>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "statistics/binomial.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 

@@ -5,8 +5,8 @@
 //   p_less    (H1: b better)  = P{Bin(N, 1/2) ≤ n10}
 //   p_two_sided = min(1, 2 · P{Bin(N, 1/2) ≤ min(n10, n01)})   (= statsmodels mcnemar(exact=True)
 //   and scipy binomtest(n10, N, 0.5) for the symmetric null)
-// N = 0 gives 1 for all three. Recommended over the bootstrap for n < ~50 pairs (statistics.md
-// §4.1).
+// N = 0 gives 1 for all three. Recommended over the bootstrap for n < ~50 pairs
+// (docs/design/statistics.md §Small samples).
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "statistics/bootstrap_plan.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "statistics/bootstrap_plan.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 

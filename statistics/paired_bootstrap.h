@@ -1,4 +1,5 @@
-// Stratified paired bootstrap of mean differences (statistics.md §4; BRIEF §8).
+// Stratified paired bootstrap of mean differences (docs/design/statistics.md §Paired bootstrap;
+// docs/REPORT.md "Conventions shared by the analyses").
 //
 // A comparison has two arms A and B (e.g. query-aware vs query-agnostic, method vs baseline)
 // measured on the same instances, grouped in strata (tasks). d_i = u_i^A − u_i^B.

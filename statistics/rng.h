@@ -3,7 +3,7 @@
 //
 // Every bootstrap index is a pure function of (seed, stratum, replicate b, instance i), so any
 // split of the replicates over threads or MPI ranks draws exactly the same numbers
-// (statistics.md §4.1 item 5):
+// (docs/design/statistics.md §Philox index stream):
 //   key     = (seed & 0xffffffff, seed >> 32)                 — the 64-bit run seed
 //   counter = (b, ⌊i/2⌋, stratum id, purpose tag)
 //   block   = Philox4x32-10(counter, key) = (w0, w1, w2, w3)

@@ -51,8 +51,10 @@ for f in sorted(glob.glob(sys.argv[1] + "/part-*.h5")):
         for col in ["model", "benchmark", "task", "method"]:
             out[col] += [x.decode() if isinstance(x, bytes) else x for x in r[col]]
         for col in ["backend", "protocol", "status"]:
-            names = enum(col)
-            out[col] += [names[int(x)] for x in r[col]]
+            # Schema 2 calls the attention backend `attention_backend`; schema 1 `backend`.
+            member = "attention_backend" if col == "backend" and "attention_backend" in r.dtype.names else col
+            names = enum(member)
+            out[col] += [names[int(x)] for x in r[member]]
         out["compression"] += list(r["compression"])
         out["instance"] += list(r["instance"])
         out["score"] += list(r["score"])

@@ -7,7 +7,7 @@
 // attention within a prefill chunk and full attention over the kept past.
 // GQA: query head h reads KV head h / (num_heads / num_kv_heads) (HF repeat_kv).
 //
-// Numerics (reference/inference-anchors.md §2.5, §0.4; brackets = bf16 rounding in bf16 mode):
+// Numerics (docs/design/numerics.md §eager, §sdpa; brackets = bf16 rounding in bf16 mode):
 //   eager: s = [q·k] then [s·scale]; p = [softmax_fp32(s)] (exp(s − max) / Σ); out = [Σ p·v]
 //   sdpa:  s = q·k in fp32, never rounded; online softmax over key blocks with running max m and
 //          sum l (p = exp2(s·c − m·c), c = scale·log2 e; l sums the fp32 p); the value accumulator

@@ -1,5 +1,5 @@
-// sdpa attention: flash-style online softmax (FlashAttention-2/3 numerics, reference/
-// inference-anchors.md §0.4 and Dao-AILab/flash-attention hopper/softmax.h) over blocks of
+// sdpa attention: flash-style online softmax (FlashAttention-2/3 numerics,
+// docs/design/numerics.md §sdpa and Dao-AILab/flash-attention hopper/softmax.h) over blocks of
 // `key_block` visible keys; per (query row, head):
 //   s_j = q·k_j in fp32 (never rounded, scale not yet applied)
 //   m' = max(m, max_j s_j);  c = scale·log2(e);  α = exp2(m·c − m'·c)

@@ -1,8 +1,8 @@
 // sdpa as PyTorch's CPU flash-attention kernel computes it — an opt-in emulation used only to
 // compare with golden logits that HF transformers produced on a CPU
 // (CpuModelOptions::sdpa_numerics = SdpaNumerics::torch_cpu_flash). The default sdpa backend
-// (attention_sdpa.cpp) follows FlashAttention's GPU numerics, as BRIEF §4 asks; the two differ
-// only in the softmax exponential and summation details below.
+// (attention_sdpa.cpp) follows FlashAttention's GPU numerics (docs/design/numerics.md §sdpa);
+// the two differ only in the softmax exponential and summation details below.
 //
 // What torch 2.15's `_scaled_dot_product_flash_attention_for_cpu`
 // (aten/src/ATen/native/cpu/FlashAttentionKernel.cpp) does, restated (no code copied):

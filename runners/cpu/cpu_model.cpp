@@ -1,7 +1,7 @@
 // The CPU forward pass (prefill, batched prefill, batched decode); see cpu_model.h.
 //
 // One forward call stacks the new tokens of all its sequences into R rows. Per decoder layer
-// (HF LlamaDecoderLayer / Qwen2DecoderLayer, reference/inference-anchors.md §2.2):
+// (HF LlamaDecoderLayer / Qwen2DecoderLayer; docs/design/numerics.md):
 //   h = rms_norm(x); q, k, v = linear(h) (+bias); RoPE(q, k); append k, v to each sequence's cache;
 //   a = attention per sequence over its own cache; x = x + linear_o(a)
 //   h = rms_norm(x); x = x + down(silu(gate(h)) · up(h))
@@ -15,14 +15,17 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "runners/cpu/attention.h"
+#include "runners/cpu/cpu_prefill_capture.h"
 #include "runners/cpu/elementwise.h"
 #include "runners/cpu/embedding.h"
 #include "runners/cpu/linear.h"
 #include "runners/cpu/rms_norm.h"
 #include "runners/cpu/rope.h"
-#include "runners/cpu/weight_validation.h"
+#include "runners/model/rope_tables.h"
+#include "runners/model/weight_validation.h"
 
 namespace kvaudit::cpu {
 namespace {
@@ -43,13 +46,13 @@ CpuModel::CpuModel(const model::ModelWeights& weights, AttentionBackend backend,
       backend_(backend),
       options_(options),
       rounding_(rounding_for(weights.config.dtype)) {
-  validate_model_weights(weights_);
+  model::validate_model_weights(weights_);
   use_single_threaded_openblas();
   if (options_.eager_query_chunk <= 0 || options_.sdpa_key_block <= 0) {
     throw std::invalid_argument(
         "CpuModelOptions: eager_query_chunk and sdpa_key_block must be >= 1");
   }
-  inv_freq_ = cpu::rope_inv_freq(weights_.config.rope, weights_.config.head_dim);
+  inv_freq_ = model::rope_inv_freq(weights_.config.rope, weights_.config.head_dim);
 }
 
 SequenceState CpuModel::new_sequence() const {
@@ -59,7 +62,7 @@ SequenceState CpuModel::new_sequence() const {
 }
 
 LogitMatrix CpuModel::prefill(SequenceState& state, std::span<const std::int32_t> tokens,
-                              LogitRows rows, PrefillObserver* observer) const {
+                              LogitRows rows, PrefillObserver* observer) {
   SequenceState* const states[] = {&state};
   const std::span<const std::int32_t> token_lists[] = {tokens};
   return std::move(forward(states, token_lists, rows, observer).front());
@@ -67,12 +70,12 @@ LogitMatrix CpuModel::prefill(SequenceState& state, std::span<const std::int32_t
 
 std::vector<LogitMatrix> CpuModel::prefill_batch(
     std::span<SequenceState* const> states, std::span<const std::span<const std::int32_t>> tokens,
-    LogitRows rows) const {
+    LogitRows rows) {
   return forward(states, tokens, rows, nullptr);
 }
 
 LogitMatrix CpuModel::decode_step(std::span<SequenceState* const> batch,
-                                  std::span<const std::int32_t> tokens) const {
+                                  std::span<const std::int32_t> tokens) {
   if (tokens.size() != batch.size()) {
     throw std::invalid_argument("decode_step: " + std::to_string(batch.size()) + " sequences but " +
                                 std::to_string(tokens.size()) + " tokens");
@@ -89,6 +92,38 @@ LogitMatrix CpuModel::decode_step(std::span<SequenceState* const> batch,
     logits.values.insert(logits.values.end(), m.values.begin(), m.values.end());
   }
   return logits;
+}
+
+std::unique_ptr<unit::SequenceCache> CpuModel::new_cache(std::int64_t capacity) {
+  (void)capacity;  // a CPU cache grows as tokens arrive
+  return std::make_unique<SequenceState>(new_sequence());
+}
+
+std::unique_ptr<unit::PrefillCapture> CpuModel::new_capture(unit::CaptureOptions options) {
+  return std::make_unique<CpuPrefillCapture>(config(), std::move(options));
+}
+
+LogitMatrix CpuModel::prefill(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
+                              LogitRows rows, unit::PrefillCapture* capture) {
+  PrefillObserver* observer = unit::own_capture<CpuPrefillCapture>(capture, "CpuModel::prefill");
+  return prefill(unit::own_cache<SequenceState>(&cache, 0, "CpuModel"), tokens, rows, observer);
+}
+
+std::vector<LogitMatrix> CpuModel::prefill_batch(
+    std::span<unit::SequenceCache* const> caches,
+    std::span<const std::span<const std::int32_t>> tokens, LogitRows rows) {
+  const std::vector<SequenceState*> states = unit::own_caches<SequenceState>(caches, "CpuModel");
+  return prefill_batch(std::span<SequenceState* const>(states), tokens, rows);
+}
+
+LogitMatrix CpuModel::decode_step(std::span<unit::SequenceCache* const> caches,
+                                  std::span<const std::int32_t> tokens) {
+  const std::vector<SequenceState*> states = unit::own_caches<SequenceState>(caches, "CpuModel");
+  return decode_step(std::span<SequenceState* const>(states), tokens);
+}
+
+int CpuModel::max_concurrent_cells(const unit::UnitDemand& demand) {
+  return std::max(demand.cells, 1);
 }
 
 std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> states,
@@ -172,7 +207,7 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
   std::vector<float> q_pre_rope(keep_pre_rope ? total_rows * q_width : 0);  // [R, heads, head_dim]
 
   embed_tokens(weights_.embed_tokens, c.vocab_size, c.hidden_size, all_tokens, x);
-  rope_cos_sin(inv_freq_, positions, rounding_, cos, sin);
+  model::rope_cos_sin(inv_freq_, positions, rounding_, cos, sin);
 
   try {
     for (int layer = 0; layer < c.num_layers; ++layer) {

@@ -1,10 +1,10 @@
 // CpuModel: the CPU reference backend's forward pass for Llama / Qwen2 / Mistral decoders in HF
 // layout (runners/model/model_weights.h), with two attention backends and a ragged KV cache.
 //
-// Numerics follow HF transformers exactly (reference/inference-anchors.md §2): pre-norm decoder
-// layers, rotate-half RoPE, GQA with kv_head = head / (num_heads / num_kv_heads). When the
-// checkpoint dtype is bf16 every intermediate is rounded to bf16 at the points of §2.9 (so CPU
-// results predict GPU results); in f32 mode nothing is rounded. Attention backends:
+// Numerics follow HF transformers exactly (docs/design/numerics.md): pre-norm decoder layers,
+// rotate-half RoPE, GQA with kv_head = head / (num_heads / num_kv_heads). When the checkpoint
+// dtype is bf16 every intermediate is rounded to bf16 at HF's rounding points (so CPU results
+// predict GPU results); in f32 mode nothing is rounded. Attention backends:
 //   eager  HF eager: S = QKᵀ [bf16], ×scale [bf16], causal mask, fp32 softmax [bf16], P·V [bf16];
 //          computed in query-row chunks (results do not depend on the chunk size).
 //   sdpa   flash-style online softmax: fp32 S never rounded, running max/sum, P [bf16] before P·V,
@@ -19,28 +19,29 @@
 // avoids threads spin-waiting for a descheduled peer. Call ensure_fast_openblas_core()
 // (openblas_core.h) at the start of main.
 //
-// Thread safety: a CpuModel is immutable after construction; concurrent calls on distinct
+// It is the CPU backend's unit::InferenceEngine (runners/unit/inference_engine.h): the fan-out
+// drives it through that interface; the SequenceState-typed calls below are the same operations.
+//
+// Thread safety: a CpuModel does not change after construction; concurrent calls on distinct
 // SequenceStates are safe. The weights must outlive the model (it keeps a reference).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
-#include "runners/cpu/logit_matrix.h"
+#include "base/attention_backend.h"
+#include "base/logit_matrix.h"
 #include "runners/cpu/numerics.h"
 #include "runners/cpu/prefill_observer.h"
 #include "runners/cpu/sequence_state.h"
 #include "runners/model/model_weights.h"
+#include "runners/unit/inference_engine.h"
 
 namespace kvaudit::cpu {
 
-enum class AttentionBackend { eager, sdpa };
-
 enum class SdpaNumerics { flash, torch_cpu_flash };
-
-// Which positions of a prefill get logits: none (fill the cache only), the last token, or all.
-enum class LogitRows { none, last, all };
 
 struct CpuModelOptions {
   // eager: query rows per chunk, the unit of parallel work (one KV head's query heads × this many
@@ -56,7 +57,7 @@ struct CpuModelOptions {
   SdpaNumerics sdpa_numerics = SdpaNumerics::flash;
 };
 
-class CpuModel {
+class CpuModel final : public unit::InferenceEngine {
  public:
   // Validates every weight's size against weights.config and throws model::ModelInputError naming
   // weights.source and the tensor if one is wrong. Keeps a reference to `weights`.
@@ -66,11 +67,15 @@ class CpuModel {
   CpuModel(model::ModelWeights&& weights, AttentionBackend backend,
            CpuModelOptions options = {}) = delete;
 
-  const model::ModelConfig& config() const { return weights_.config; }
-  AttentionBackend backend() const { return backend_; }
+  const model::ModelConfig& config() const override { return weights_.config; }
+  AttentionBackend attention_backend() const override { return backend_; }
+  Device device() const override { return Device::cpu; }
+  bool built_from(const model::ModelWeights& weights) const override {
+    return &weights == &weights_;
+  }
   Rounding rounding() const { return rounding_; }
   // RoPE inverse frequencies [head_dim / 2] as HF computes them (default or llama3 scaling).
-  std::span<const float> rope_inv_freq() const { return inv_freq_; }
+  std::span<const float> rope_inv_freq() const override { return inv_freq_; }
 
   // A fresh, empty sequence for this model.
   SequenceState new_sequence() const;
@@ -82,7 +87,7 @@ class CpuModel {
   // Throws std::invalid_argument for an empty token list, a token id outside the vocabulary or a
   // state of another model shape; on any exception the state is unchanged.
   LogitMatrix prefill(SequenceState& state, std::span<const std::int32_t> tokens, LogitRows rows,
-                      PrefillObserver* observer = nullptr) const;
+                      PrefillObserver* observer = nullptr);
 
   // Several sequences at once, each with its own tokens (lengths may differ): the rows of all
   // sequences go through the linear layers together, attention runs per sequence over its own
@@ -90,12 +95,27 @@ class CpuModel {
   // be distinct objects.
   std::vector<LogitMatrix> prefill_batch(std::span<SequenceState* const> states,
                                          std::span<const std::span<const std::int32_t>> tokens,
-                                         LogitRows rows) const;
+                                         LogitRows rows);
 
   // One decode step for a batch: sequence i consumes tokens[i]. Returns logits [batch, vocab]; row
   // i belongs to sequence i. Equivalent to prefill(…, {tokens[i]}, LogitRows::last) per sequence.
   LogitMatrix decode_step(std::span<SequenceState* const> batch,
-                          std::span<const std::int32_t> tokens) const;
+                          std::span<const std::int32_t> tokens);
+
+  // unit::InferenceEngine: the calls above on SequenceStates (a cache of another engine is
+  // refused with std::invalid_argument); the capture is a CpuPrefillCapture.
+  std::unique_ptr<unit::SequenceCache> new_cache(std::int64_t capacity) override;
+  std::unique_ptr<unit::PrefillCapture> new_capture(unit::CaptureOptions options) override;
+  LogitMatrix prefill(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
+                      LogitRows rows, unit::PrefillCapture* capture = nullptr) override;
+  std::vector<LogitMatrix> prefill_batch(std::span<unit::SequenceCache* const> caches,
+                                         std::span<const std::span<const std::int32_t>> tokens,
+                                         LogitRows rows) override;
+  LogitMatrix decode_step(std::span<unit::SequenceCache* const> caches,
+                          std::span<const std::int32_t> tokens) override;
+  // The CPU backend allocates as it goes: every cell of a unit may run at once.
+  int max_concurrent_cells(const unit::UnitDemand& demand) override;
+  bool concurrent_cache_ops() const override { return true; }
 
  private:
   // The shared forward: every sequence's tokens as one stack of rows.

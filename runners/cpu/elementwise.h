@@ -1,5 +1,5 @@
-// Element-wise ops of the decoder block, with HF's bf16 rounding points (inference-anchors §2.2,
-// §2.6):
+// Element-wise ops of the decoder block, with HF's bf16 rounding points (docs/design/numerics.md
+// §Decoder layer, §MLP, §bf16 rounding points):
 //   silu_mul:     out = [silu(gate)] · up → [bf16],  silu(x) = x / (1 + exp(−x)) in fp32 → [bf16]
 //   residual_add: residual = residual + delta → [bf16]   (HF keeps the residual stream in bf16)
 #pragma once

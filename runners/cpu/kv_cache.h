@@ -7,12 +7,13 @@
 //   key_panels the same keys in the attention kernels' layout (key_panels.h), kept in step
 // Heads are independent ("ragged"): after retain() each head may keep a different set and count,
 // which is how head-wise budgets (AdaKV and friends) become real evictions rather than masks
-// (kvaudit BRIEF §5; kvpress masks instead, reference/kvpress.md §0).
+// (docs/design/protocols.md §Real eviction; kvpress masks instead, docs/design/kvpress.md
+// §Head-wise masking).
 //
 // Positions: every token ever appended gets the next original position. original_length() counts
 // them, evicted or not, and is the RoPE position of the next token: after eviction new tokens
-// continue at the ORIGINAL length, not at the kept count (kvpress pipeline, reference/kvpress.md
-// §4).
+// continue at the ORIGINAL length, not at the kept count (kvpress pipeline,
+// docs/design/protocols.md §Positions after eviction).
 //
 // Appending is transactional per forward step: the model appends to each layer (append_layer), then
 // commits the step (commit_step); if the step fails, discard_uncommitted() drops what was appended.

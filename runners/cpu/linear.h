@@ -1,4 +1,4 @@
-// Linear layers through OpenBLAS (HF nn.Linear, reference/inference-anchors.md §2.5):
+// Linear layers through OpenBLAS (HF nn.Linear, docs/design/numerics.md §Linear layers):
 //   y [rows, out] = x [rows, in] · Wᵀ (+ bias),  W row-major [out, in] (HF layout)
 // The product is cblas_sgemm (fp32 accumulation); the bias is added in fp32 afterwards; with
 // Rounding::bf16 each output is then rounded to bf16 (HF: bf16 GEMM output, bias in the epilogue).

@@ -1,4 +1,4 @@
-// RMSNorm as HF LlamaRMSNorm / Qwen2RMSNorm computes it (reference/inference-anchors.md §2.3):
+// RMSNorm as HF LlamaRMSNorm / Qwen2RMSNorm computes it (docs/design/numerics.md §RMSNorm):
 //   var = mean(x²) over hidden (fp32)
 //   y   = x · rsqrt(var + eps)        (fp32)        → [bf16]
 //   out = weight · y                                  → [bf16]

@@ -1,35 +1,15 @@
-// Rotary position embedding, rotate-half (NeoX) layout, exactly as HF computes it
-// (reference/inference-anchors.md §2.4; transformers modeling_rope_utils.py, modeling_llama.py).
-//
-// inv_freq (default):  inv_freq[i] = 1 / θ^(e_i),  e_i = fp32(2i) / fp32(d),  i ∈ [0, d/2), all
-// fp32 inv_freq (llama3, `_compute_llama3_parameters`), with wavelen = 2π / inv_freq:
-//   wavelen > old/low_freq_factor   → inv_freq / factor
-//   wavelen < old/high_freq_factor  → inv_freq
-//   otherwise (both bounds included): s = (old/wavelen − low) / (high − low),
-//                                     inv_freq ← (1 − s)·inv_freq/factor + s·inv_freq
-//   computed in fp32 step by step like PyTorch (`x / tensor` is `tensor.reciprocal() * x`).
-// cos/sin: freq = fp32(position) · inv_freq (fp32), emb = [freq, freq]; cos(emb), sin(emb) in fp32
-//   (precise: evaluated in double and rounded once, never fast-math) → [bf16].
-// apply: out = x·cos + rotate_half(x)·sin, rotate_half(x) = [−x[d/2:], x[:d/2]];
-//   each product → [bf16], the sum → [bf16].
+// Rotary position embedding on the CPU backend, rotate-half (NeoX) layout, exactly as HF applies
+// it (docs/design/numerics.md §RoPE; transformers models/llama/modeling_llama.py): with cos/sin
+// from model::rope_cos_sin (runners/model/rope_tables.h),
+//   out = x·cos + rotate_half(x)·sin, rotate_half(x) = [−x[d/2:], x[:d/2]];
+//   each product → [bf16], the sum → [bf16] (brackets: bf16 rounding when the model is bf16).
 #pragma once
 
-#include <cstdint>
 #include <span>
-#include <vector>
 
 #include "runners/cpu/numerics.h"
-#include "runners/model/model_config.h"
 
 namespace kvaudit::cpu {
-
-// [head_dim / 2] inverse frequencies; throws std::invalid_argument for an odd or non-positive
-// head_dim or a non-positive theta/factor.
-std::vector<float> rope_inv_freq(const model::RopeConfig& rope, int head_dim);
-
-// inv_freq [head_dim/2], positions [T] → cos [T, head_dim], sin [T, head_dim].
-void rope_cos_sin(std::span<const float> inv_freq, std::span<const std::int32_t> positions,
-                  Rounding rounding, std::span<float> cos, std::span<float> sin);
 
 // x [T, num_heads, head_dim] rotated in place with cos/sin [T, head_dim] of the same T rows.
 void apply_rope(std::span<float> x, int num_heads, int head_dim, std::span<const float> cos,

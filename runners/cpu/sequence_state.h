@@ -1,25 +1,40 @@
 // SequenceState: everything the CPU backend keeps for one sequence between forward calls: its
 // ragged KV cache, whose original_length() is the position bookkeeping (the next token's RoPE
-// position). Create one with CpuModel::new_sequence(); copy it to fan a prefilled context out to
-// several eviction cells (each copy then evicts and decodes on its own).
+// position). Create one with CpuModel::new_sequence() (or, through the engine interface,
+// new_cache()); fork() it to fan a prefilled context out to several eviction cells (each copy then
+// evicts and decodes on its own). It is the CPU backend's unit::SequenceCache.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "runners/cpu/kv_cache.h"
+#include "runners/unit/inference_engine.h"
 
 namespace kvaudit::cpu {
 
-class SequenceState {
+class SequenceState : public unit::SequenceCache {
  public:
   explicit SequenceState(KvCache cache) : cache_(std::move(cache)) {}
 
   KvCache& kv_cache() { return cache_; }
   const KvCache& kv_cache() const { return cache_; }
 
+  int num_layers() const override { return cache_.num_layers(); }
+  int num_kv_heads() const override { return cache_.num_kv_heads(); }
   // Tokens processed so far (kept or evicted); the next token gets this RoPE position.
-  std::int64_t original_length() const { return cache_.original_length(); }
+  std::int64_t original_length() const override { return cache_.original_length(); }
+  std::size_t kept_entries() const override { return cache_.kept_entries(); }
+  std::size_t kept_bytes() const override { return cache_.kept_bytes(); }
+
+  std::unique_ptr<unit::SequenceCache> fork() const override {
+    return std::make_unique<SequenceState>(*this);
+  }
+  void truncate(std::int64_t length) override { cache_.truncate(length); }
+  // KvCache::retain for every (layer, KV head) in order; a wrong shape throws before any change.
+  void retain(const methods::Selection& selection) override;
 
  private:
   KvCache cache_;

@@ -9,10 +9,13 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
-#include "runners/cpu/rope.h"
+#include "runners/cuda/capture/cuda_prefill_capture.h"
 #include "runners/cuda/cuda_check.h"
 #include "runners/cuda/kernels/kernels.h"
+#include "runners/cuda/memory_planner.h"
+#include "runners/model/rope_tables.h"
 
 namespace kvaudit::cuda {
 
@@ -77,9 +80,9 @@ namespace {
 
 constexpr std::size_t kMaxDecodeGraphs = 64;
 
-cpu::LogitMatrix logits_to_host(const DeviceBuffer<bf16>& logits, int rows, int vocab,
-                                cudaStream_t stream) {
-  cpu::LogitMatrix m;
+LogitMatrix logits_to_host(const DeviceBuffer<bf16>& logits, int rows, int vocab,
+                           cudaStream_t stream) {
+  LogitMatrix m;
   m.rows = rows;
   m.vocab = vocab;
   std::vector<bf16> host(static_cast<std::size_t>(rows) * vocab);
@@ -102,11 +105,13 @@ void upload_async(DeviceBuffer<T>& buffer, const std::vector<T>& host, cudaStrea
 
 }  // namespace
 
-CudaModel::CudaModel(const model::ModelWeights& weights, cpu::AttentionBackend backend,
+CudaModel::CudaModel(const model::ModelWeights& weights, AttentionBackend backend,
                      CudaModelOptions options)
-    : CudaModel(upload_weights(weights), backend, options) {}
+    : CudaModel(upload_weights(weights), backend, options) {
+  host_weights_ = &weights;
+}
 
-CudaModel::CudaModel(DeviceWeights weights, cpu::AttentionBackend backend, CudaModelOptions options)
+CudaModel::CudaModel(DeviceWeights weights, AttentionBackend backend, CudaModelOptions options)
     : weights_(std::move(weights)), backend_(backend), options_(options) {
   initialise();
 }
@@ -117,13 +122,13 @@ void CudaModel::initialise() {
     throw std::invalid_argument("CudaModel: head_dim " + std::to_string(c.head_dim) +
                                 " is not supported (a multiple of 16 up to 256 is)");
   }
-  inv_freq_ = cpu::rope_inv_freq(c.rope, c.head_dim);
+  inv_freq_ = model::rope_inv_freq(c.rope, c.head_dim);
   scale_ = static_cast<float>(std::pow(static_cast<double>(c.head_dim), -0.5));
   KVAUDIT_CUDA_CHECK(cudaStreamCreate(&stream_));
   KVAUDIT_CUBLAS_CHECK(cublasCreate(&cublas_));
   KVAUDIT_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
   gemm_ = std::make_unique<Gemm>(options_.gemm_workspace_bytes);
-  if (backend_ == cpu::AttentionBackend::eager) {
+  if (backend_ == AttentionBackend::eager) {
     eager_workspace_ = std::make_unique<EagerWorkspace>(options_.eager_workspace_bytes);
   }
   workspace_ = std::make_unique<Workspace>();
@@ -150,7 +155,7 @@ void CudaModel::ensure_rope_table(std::int64_t positions) {
   std::vector<std::int32_t> all(static_cast<std::size_t>(size));
   std::iota(all.begin(), all.end(), 0);
   std::vector<float> cos(all.size() * d), sin(all.size() * d);
-  cpu::rope_cos_sin(inv_freq_, all, cpu::Rounding::bf16, cos, sin);
+  model::rope_cos_sin(inv_freq_, all, model::Rounding::bf16, cos, sin);
   KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   rope_cos_ = DeviceBuffer<float>(cos.size());
   rope_sin_ = DeviceBuffer<float>(sin.size());
@@ -207,16 +212,16 @@ void CudaModel::validate(std::span<DeviceKvCache* const> sequences,
   }
 }
 
-cpu::LogitMatrix CudaModel::prefill(DeviceKvCache& sequence, std::span<const std::int32_t> tokens,
-                                    cpu::LogitRows rows, CudaPrefillObserver* observer) {
+LogitMatrix CudaModel::prefill(DeviceKvCache& sequence, std::span<const std::int32_t> tokens,
+                               LogitRows rows, CudaPrefillObserver* observer) {
   DeviceKvCache* const sequences[] = {&sequence};
   const std::span<const std::int32_t> token_lists[] = {tokens};
   return std::move(forward(sequences, token_lists, rows, observer).front());
 }
 
-std::vector<cpu::LogitMatrix> CudaModel::prefill_batch(
+std::vector<LogitMatrix> CudaModel::prefill_batch(
     std::span<DeviceKvCache* const> sequences,
-    std::span<const std::span<const std::int32_t>> tokens, cpu::LogitRows rows) {
+    std::span<const std::span<const std::int32_t>> tokens, LogitRows rows) {
   return forward(sequences, tokens, rows, nullptr);
 }
 
@@ -246,11 +251,10 @@ void CudaModel::run_layers(Workspace& ws, std::span<DeviceKvCache* const> sequen
     advance_lengths(device_sequences, n_seq, layer, ws.new_tokens.data(), stream_);
 
     if (single_row_per_sequence) {
-      decode_attention(device_sequences, n_seq, layer, c.num_heads, c.num_kv_heads, c.head_dim,
-                       scale_,
-                       backend_ == cpu::AttentionBackend::eager ? AttentionNumerics::eager
-                                                                : AttentionNumerics::sdpa,
-                       ws.q.data(), ws.attn.data(), stream_);
+      decode_attention(
+          device_sequences, n_seq, layer, c.num_heads, c.num_kv_heads, c.head_dim, scale_,
+          backend_ == AttentionBackend::eager ? AttentionNumerics::eager : AttentionNumerics::sdpa,
+          ws.q.data(), ws.attn.data(), stream_);
     } else {
       for (int i = 0; i < n_seq; ++i) {
         const std::size_t first = first_row[static_cast<std::size_t>(i)];
@@ -289,7 +293,7 @@ void CudaModel::run_layers(Workspace& ws, std::span<DeviceKvCache* const> sequen
         p.first_query_position = host_positions[first];
         p.last_query_position = host_positions[first + static_cast<std::size_t>(count) - 1];
         p.out = ws.attn.data() + first * static_cast<std::size_t>(q_width);
-        if (backend_ == cpu::AttentionBackend::eager) {
+        if (backend_ == AttentionBackend::eager) {
           prefill_attention_eager(p, *eager_workspace_, cublas_, stream_);
         } else {
           prefill_attention_sdpa(p, stream_);
@@ -323,10 +327,9 @@ void CudaModel::run_logits(Workspace& ws, int logit_rows) {
                 c.vocab_size, nullptr, ws.logits.data(), stream_);
 }
 
-std::vector<cpu::LogitMatrix> CudaModel::forward(
-    std::span<DeviceKvCache* const> sequences,
-    std::span<const std::span<const std::int32_t>> tokens, cpu::LogitRows rows,
-    CudaPrefillObserver* observer) {
+std::vector<LogitMatrix> CudaModel::forward(std::span<DeviceKvCache* const> sequences,
+                                            std::span<const std::span<const std::int32_t>> tokens,
+                                            LogitRows rows, CudaPrefillObserver* observer) {
   validate(sequences, tokens);
   const std::size_t n_seq = sequences.size();
   if (n_seq == 0) return {};
@@ -383,16 +386,16 @@ std::vector<cpu::LogitMatrix> CudaModel::forward(
   std::vector<int> logit_count(n_seq, 0);
   for (std::size_t i = 0; i < n_seq; ++i) {
     const std::size_t n = tokens[i].size();
-    if (rows == cpu::LogitRows::all) {
+    if (rows == LogitRows::all) {
       for (std::size_t t = 0; t < n; ++t)
         logit_rows.push_back(static_cast<std::int32_t>(first_row[i] + t));
       logit_count[i] = static_cast<int>(n);
-    } else if (rows == cpu::LogitRows::last) {
+    } else if (rows == LogitRows::last) {
       logit_rows.push_back(static_cast<std::int32_t>(first_row[i] + n - 1));
       logit_count[i] = 1;
     }
   }
-  std::vector<cpu::LogitMatrix> result(n_seq);
+  std::vector<LogitMatrix> result(n_seq);
   const int vocab = config().vocab_size;
   if (logit_rows.empty()) {
     synchronize();
@@ -402,7 +405,7 @@ std::vector<cpu::LogitMatrix> CudaModel::forward(
   ws.ensure_logit_rows(logit_rows.size(), config());
   upload_async(ws.logit_row_index, logit_rows, stream_);
   run_logits(ws, static_cast<int>(logit_rows.size()));
-  const cpu::LogitMatrix all =
+  const LogitMatrix all =
       logits_to_host(ws.logits, static_cast<int>(logit_rows.size()), vocab, stream_);
   std::size_t next = 0;
   for (std::size_t i = 0; i < n_seq; ++i) {
@@ -418,8 +421,8 @@ std::vector<cpu::LogitMatrix> CudaModel::forward(
   return result;
 }
 
-cpu::LogitMatrix CudaModel::decode_step(std::span<DeviceKvCache* const> batch,
-                                        std::span<const std::int32_t> tokens) {
+LogitMatrix CudaModel::decode_step(std::span<DeviceKvCache* const> batch,
+                                   std::span<const std::int32_t> tokens) {
   if (tokens.size() != batch.size()) {
     throw std::invalid_argument("CudaModel::decode_step: " + std::to_string(batch.size()) +
                                 " sequences but " + std::to_string(tokens.size()) + " tokens");
@@ -428,7 +431,7 @@ cpu::LogitMatrix CudaModel::decode_step(std::span<DeviceKvCache* const> batch,
   for (std::size_t i = 0; i < tokens.size(); ++i) token_lists.push_back(tokens.subspan(i, 1));
   validate(batch, token_lists);
   const std::size_t n = batch.size();
-  if (n == 0) return cpu::LogitMatrix{0, config().vocab_size, {}};
+  if (n == 0) return LogitMatrix{0, config().vocab_size, {}};
 
   std::vector<std::int32_t> positions(n), iota(n), zeros(n, 0), ones(n, 1), logit_rows(n);
   std::vector<DeviceSequenceKv> descriptors(n);
@@ -499,10 +502,65 @@ cpu::LogitMatrix CudaModel::decode_step(std::span<DeviceKvCache* const> batch,
     }
     KVAUDIT_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream_));
   }
-  cpu::LogitMatrix logits =
-      logits_to_host(ws.logits, static_cast<int>(n), config().vocab_size, stream_);
+  LogitMatrix logits = logits_to_host(ws.logits, static_cast<int>(n), config().vocab_size, stream_);
   for (DeviceKvCache* s : batch) s->record_append(1);
   return logits;
+}
+
+}  // namespace kvaudit::cuda
+
+// ---- unit::InferenceEngine
+// ------------------------------------------------------------------------
+namespace kvaudit::cuda {
+std::unique_ptr<unit::SequenceCache> CudaModel::new_cache(std::int64_t capacity) {
+  if (capacity < 1 || capacity > std::numeric_limits<int>::max()) {
+    throw std::invalid_argument("CudaModel::new_cache: capacity " + std::to_string(capacity) +
+                                " is outside [1, 2^31 - 1]");
+  }
+  return std::make_unique<DeviceKvCache>(new_sequence(static_cast<int>(capacity)));
+}
+
+std::unique_ptr<unit::PrefillCapture> CudaModel::new_capture(unit::CaptureOptions options) {
+  return std::make_unique<CudaPrefillCapture>(config(), std::move(options));
+}
+
+LogitMatrix CudaModel::prefill(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
+                               LogitRows rows, unit::PrefillCapture* capture) {
+  CudaPrefillObserver* observer =
+      unit::own_capture<CudaPrefillCapture>(capture, "CudaModel::prefill");
+  return prefill(unit::own_cache<DeviceKvCache>(&cache, 0, "CudaModel"), tokens, rows, observer);
+}
+
+std::vector<LogitMatrix> CudaModel::prefill_batch(
+    std::span<unit::SequenceCache* const> caches,
+    std::span<const std::span<const std::int32_t>> tokens, LogitRows rows) {
+  const std::vector<DeviceKvCache*> sequences =
+      unit::own_caches<DeviceKvCache>(caches, "CudaModel");
+  return prefill_batch(std::span<DeviceKvCache* const>(sequences), tokens, rows);
+}
+
+LogitMatrix CudaModel::decode_step(std::span<unit::SequenceCache* const> caches,
+                                   std::span<const std::int32_t> tokens) {
+  const std::vector<DeviceKvCache*> sequences =
+      unit::own_caches<DeviceKvCache>(caches, "CudaModel");
+  return decode_step(std::span<DeviceKvCache* const>(sequences), tokens);
+}
+
+int CudaModel::max_concurrent_cells(const unit::UnitDemand& unit_demand) {
+  UnitMemoryDemand demand;
+  demand.prefill_tokens = unit_demand.prefill_tokens;
+  demand.capacity = unit_demand.capacity;
+  demand.concurrent_cells = std::max(unit_demand.cells, 1);
+  demand.logit_rows = std::max(unit_demand.cells, 1);
+  demand.backend = backend_;
+  demand.gemm_workspace_bytes = options_.gemm_workspace_bytes;
+  demand.eager_workspace_bytes = options_.eager_workspace_bytes;
+  const MemoryPlan plan =
+      plan_unit_memory(config(), demand, free_device_memory() + device_weight_bytes(config()));
+  if (plan.max_concurrent_cells < 1) {
+    throw unit::EngineCapacityError("GPU memory: the unit does not fit the GPU: " + plan.summary);
+  }
+  return plan.max_concurrent_cells;
 }
 
 }  // namespace kvaudit::cuda

@@ -1,7 +1,10 @@
 // CudaModel: the CUDA backend's forward pass for Llama / Qwen2 / Mistral decoders, bf16 on the
 // GPU, the twin of cpu::CpuModel (runners/cpu/cpu_model.h) running cast_to_bf16(weights): same
-// decoder block, same rounding points (inference-anchors.md §2.9), same masking, both attention
-// backends, ragged per-head caches with the CPU KvCache's position rules.
+// decoder block, same rounding points (docs/design/numerics.md), same masking, both attention
+// backends, ragged per-head caches with the CPU KvCache's position rules. It is the CUDA
+// backend's unit::InferenceEngine (runners/unit/inference_engine.h): the one fan-out
+// (unit::run_unit) drives it; its capture is a CudaPrefillCapture with the GPU scorers as
+// device fast paths.
 //
 // Per forward call (R rows = the new tokens of every sequence, stacked):
 //   embed → per layer: rms_norm → fused QKV GEMM (+bias) → RoPE, split, append K/V to each
@@ -24,13 +27,14 @@
 #include <span>
 #include <vector>
 
-#include "runners/cpu/cpu_model.h"
-#include "runners/cpu/logit_matrix.h"
+#include "base/attention_backend.h"
+#include "base/logit_matrix.h"
 #include "runners/cuda/attention/prefill_attention.h"
 #include "runners/cuda/cuda_prefill_observer.h"
 #include "runners/cuda/device_kv_cache.h"
 #include "runners/cuda/device_weights.h"
 #include "runners/cuda/gemm.h"
+#include "runners/unit/inference_engine.h"
 
 namespace kvaudit::cuda {
 
@@ -42,36 +46,59 @@ struct CudaModelOptions {
   bool cuda_graphs = true;
 };
 
-class CudaModel {
+class CudaModel final : public unit::InferenceEngine {
  public:
-  // Uploads the weights (rounded to bf16) to the current device.
-  CudaModel(const model::ModelWeights& weights, cpu::AttentionBackend backend,
+  // Uploads the weights (rounded to bf16) to the current device. `weights` must outlive the model
+  // only when it is used as an engine of the fan-out (built_from() compares the object).
+  CudaModel(const model::ModelWeights& weights, AttentionBackend backend,
             CudaModelOptions options = {});
-  // Takes weights already on the device (benchmarks with random weights).
-  CudaModel(DeviceWeights weights, cpu::AttentionBackend backend, CudaModelOptions options = {});
-  ~CudaModel();
+  // Takes weights already on the device (benchmarks with random weights); built_from() is then
+  // false for every host weights object.
+  CudaModel(DeviceWeights weights, AttentionBackend backend, CudaModelOptions options = {});
+  ~CudaModel() override;
   CudaModel(const CudaModel&) = delete;
   CudaModel& operator=(const CudaModel&) = delete;
 
-  const model::ModelConfig& config() const { return weights_.config; }
-  cpu::AttentionBackend backend() const { return backend_; }
+  const model::ModelConfig& config() const override { return weights_.config; }
+  AttentionBackend attention_backend() const override { return backend_; }
+  Device device() const override { return Device::cuda; }
+  bool built_from(const model::ModelWeights& weights) const override {
+    return &weights == host_weights_;
+  }
   const DeviceWeights& weights() const { return weights_; }
   cudaStream_t stream() const { return stream_; }
-  std::span<const float> rope_inv_freq() const { return inv_freq_; }
+  std::span<const float> rope_inv_freq() const override { return inv_freq_; }
 
   // An empty sequence holding at most `capacity` entries per (layer, KV head).
   DeviceKvCache new_sequence(int capacity) const;
 
   // As cpu::CpuModel::prefill: `tokens` continue the sequence (positions from its original
   // length). The observer (optional) sees every layer (cuda_prefill_observer.h).
-  cpu::LogitMatrix prefill(DeviceKvCache& sequence, std::span<const std::int32_t> tokens,
-                           cpu::LogitRows rows, CudaPrefillObserver* observer = nullptr);
-  std::vector<cpu::LogitMatrix> prefill_batch(std::span<DeviceKvCache* const> sequences,
-                                              std::span<const std::span<const std::int32_t>> tokens,
-                                              cpu::LogitRows rows);
+  LogitMatrix prefill(DeviceKvCache& sequence, std::span<const std::int32_t> tokens, LogitRows rows,
+                      CudaPrefillObserver* observer = nullptr);
+  std::vector<LogitMatrix> prefill_batch(std::span<DeviceKvCache* const> sequences,
+                                         std::span<const std::span<const std::int32_t>> tokens,
+                                         LogitRows rows);
   // One token per sequence; logits [batch, vocab].
-  cpu::LogitMatrix decode_step(std::span<DeviceKvCache* const> batch,
-                               std::span<const std::int32_t> tokens);
+  LogitMatrix decode_step(std::span<DeviceKvCache* const> batch,
+                          std::span<const std::int32_t> tokens);
+
+  // unit::InferenceEngine: the calls above on DeviceKvCaches (a cache of another engine is
+  // refused with std::invalid_argument). new_capture makes a CudaPrefillCapture on this model's
+  // stream. max_concurrent_cells plans the unit's memory first (memory_planner.h) and throws
+  // unit::EngineCapacityError ("GPU memory: ...") when not even its prefill fits.
+  std::unique_ptr<unit::SequenceCache> new_cache(std::int64_t capacity) override;
+  std::unique_ptr<unit::PrefillCapture> new_capture(unit::CaptureOptions options) override;
+  LogitMatrix prefill(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
+                      LogitRows rows, unit::PrefillCapture* capture = nullptr) override;
+  std::vector<LogitMatrix> prefill_batch(std::span<unit::SequenceCache* const> caches,
+                                         std::span<const std::span<const std::int32_t>> tokens,
+                                         LogitRows rows) override;
+  LogitMatrix decode_step(std::span<unit::SequenceCache* const> caches,
+                          std::span<const std::int32_t> tokens) override;
+  int max_concurrent_cells(const unit::UnitDemand& demand) override;
+  // One stream: the fan-out forks and compacts caches one after another.
+  bool concurrent_cache_ops() const override { return false; }
 
   // Waits for the model's stream.
   void synchronize() const;
@@ -91,14 +118,15 @@ class CudaModel {
                   CudaPrefillObserver* observer);
   // Final norm and lm_head on ws.logit_row_index's first `logit_rows` rows → ws.logits.
   void run_logits(Workspace& ws, int logit_rows);
-  std::vector<cpu::LogitMatrix> forward(std::span<DeviceKvCache* const> sequences,
-                                        std::span<const std::span<const std::int32_t>> tokens,
-                                        cpu::LogitRows rows, CudaPrefillObserver* observer);
+  std::vector<LogitMatrix> forward(std::span<DeviceKvCache* const> sequences,
+                                   std::span<const std::span<const std::int32_t>> tokens,
+                                   LogitRows rows, CudaPrefillObserver* observer);
   void validate(std::span<DeviceKvCache* const> sequences,
                 std::span<const std::span<const std::int32_t>> tokens) const;
 
   DeviceWeights weights_;
-  cpu::AttentionBackend backend_;
+  const model::ModelWeights* host_weights_ = nullptr;  // what the weights were uploaded from
+  AttentionBackend backend_;
   CudaModelOptions options_;
   std::vector<float> inv_freq_;
   float scale_ = 0.0f;

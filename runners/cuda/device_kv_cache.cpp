@@ -2,6 +2,7 @@
 #include "runners/cuda/device_kv_cache.h"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -190,6 +191,20 @@ DeviceKvCache DeviceKvCache::clone() const {
   copy.upload_lengths();
   KVAUDIT_CUDA_CHECK(cudaDeviceSynchronize());
   return copy;
+}
+
+std::unique_ptr<unit::SequenceCache> DeviceKvCache::fork() const {
+  return std::make_unique<DeviceKvCache>(clone());
+}
+
+void DeviceKvCache::retain(const methods::Selection& selection) {
+  unit::check_selection_shape(selection, num_layers_, num_kv_heads_);
+  std::vector<std::vector<std::int32_t>> keep;
+  keep.reserve(static_cast<std::size_t>(num_layers_) * static_cast<std::size_t>(num_kv_heads_));
+  for (const auto& per_head : selection.kept) {
+    for (const auto& kept : per_head) keep.push_back(kept);
+  }
+  retain(std::span<const std::vector<std::int32_t>>(keep));
 }
 
 void DeviceKvCache::download_head(int layer, int kv_head, std::vector<std::int32_t>& positions,

@@ -1,7 +1,8 @@
 // DeviceKvCache: owns one sequence's ragged per-head KV cache in GPU memory (layout:
 // device_sequence_kv.h) and mirrors its bookkeeping on the host: entries per (layer, KV head) and
 // the original length (= RoPE position of the next token; kept after eviction, as the CPU KvCache).
-// The GPU twin of cpu::KvCache (runners/cpu/kv_cache.h): same rules for retain and truncate.
+// The GPU twin of cpu::KvCache (runners/cpu/kv_cache.h): same rules for retain and truncate. It is
+// the CUDA backend's unit::SequenceCache (runners/unit/inference_engine.h).
 //
 // Capacity is fixed at construction (slots per head); appending beyond it throws before any kernel
 // runs. Memory: 2 · layers · Hkv · capacity · d · 2 B (K and V, bf16) + 4 B per slot for positions.
@@ -9,34 +10,36 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "runners/cuda/device_buffer.h"
 #include "runners/cuda/device_sequence_kv.h"
+#include "runners/unit/inference_engine.h"
 
 namespace kvaudit::cuda {
 
-class DeviceKvCache {
+class DeviceKvCache final : public unit::SequenceCache {
  public:
   DeviceKvCache(int num_layers, int num_kv_heads, int head_dim, int capacity);
 
   // Bytes a cache of this shape takes on the device.
   static std::size_t bytes_for(int num_layers, int num_kv_heads, int head_dim, int capacity);
 
-  int num_layers() const { return num_layers_; }
-  int num_kv_heads() const { return num_kv_heads_; }
+  int num_layers() const override { return num_layers_; }
+  int num_kv_heads() const override { return num_kv_heads_; }
   int head_dim() const { return head_dim_; }
   int capacity() const { return capacity_; }
-  std::int64_t original_length() const { return original_length_; }
+  std::int64_t original_length() const override { return original_length_; }
   DeviceSequenceKv descriptor() { return descriptor_; }
   const DeviceSequenceKv& descriptor() const { return descriptor_; }
 
   // Host mirror of lengths[layer, ·], [Hkv].
   std::span<const std::int32_t> lengths(int layer) const;
-  std::size_t kept_entries() const;
+  std::size_t kept_entries() const override;
   // kept_entries · 2 · d · 2 (bf16 K and V), as cpu::KvCache::kept_bytes with 2-byte elements.
-  std::size_t kept_bytes() const;
+  std::size_t kept_bytes() const override;
 
   // Throws std::length_error naming the head if appending `tokens` more would exceed capacity.
   void check_room(std::int64_t tokens) const;
@@ -47,10 +50,13 @@ class DeviceKvCache {
   // the original positions to keep (strictly ascending, a subset of what the head holds). Runs a
   // compaction kernel; throws std::invalid_argument (nothing changes) when a list is invalid.
   void retain(std::span<const std::vector<std::int32_t>> keep);
+  // The same from kept[layer][kv_head] (a wrong shape throws std::invalid_argument first).
+  void retain(const methods::Selection& selection) override;
   // Drops every entry at an original position ≥ length; original_length() becomes length.
-  void truncate(std::int64_t length);
+  void truncate(std::int64_t length) override;
   // A deep copy on the device (the fan-out's per-cell copy).
   DeviceKvCache clone() const;
+  std::unique_ptr<unit::SequenceCache> fork() const override;
 
   // Downloads (layer, head): positions [n], keys and values [n, d] as f32.
   void download_head(int layer, int kv_head, std::vector<std::int32_t>& positions,

@@ -1,8 +1,8 @@
 // Weight upload and the bf16 cast; see device_weights.h.
 #include "runners/cuda/device_weights.h"
 
-#include "runners/cpu/weight_validation.h"
 #include "runners/model/formats/bf16_cast.h"
+#include "runners/model/weight_validation.h"
 
 namespace kvaudit::cuda {
 namespace {
@@ -40,7 +40,7 @@ std::size_t device_weight_bytes(const model::ModelConfig& c) {
 }
 
 DeviceWeights upload_weights(const model::ModelWeights& weights) {
-  cpu::validate_model_weights(weights);
+  model::validate_model_weights(weights);
   DeviceWeights d;
   d.config = weights.config;
   d.config.dtype = model::ComputeDtype::bf16;

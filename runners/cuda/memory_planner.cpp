@@ -32,9 +32,8 @@ MemoryPlan plan_unit_memory(const model::ModelConfig& c, const UnitMemoryDemand&
   plan.activations = rows * (3 * hidden + (q + 2 * kv) + 3 * q + 3 * inter) * 2 +
                      static_cast<std::size_t>(std::max(demand.logit_rows, 1)) *
                          (hidden + static_cast<std::size_t>(c.vocab_size)) * 2;
-  plan.workspaces =
-      demand.gemm_workspace_bytes +
-      (demand.backend == cpu::AttentionBackend::eager ? demand.eager_workspace_bytes : 0);
+  plan.workspaces = demand.gemm_workspace_bytes +
+                    (demand.backend == AttentionBackend::eager ? demand.eager_workspace_bytes : 0);
   plan.reserve = demand.reserve_bytes;
   plan.available = available_bytes;
   const std::size_t fixed =

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <string>
 
-#include "runners/cpu/cpu_model.h"
+#include "base/attention_backend.h"
 #include "runners/model/model_config.h"
 
 namespace kvaudit::cuda {
@@ -23,7 +23,7 @@ struct UnitMemoryDemand {
   int capacity = 0;          // cache slots per head (prefill + generated tokens)
   int concurrent_cells = 0;  // cells whose caches live at once (the fan-out's decode batch)
   int logit_rows = 1;
-  cpu::AttentionBackend backend = cpu::AttentionBackend::sdpa;
+  AttentionBackend backend = AttentionBackend::sdpa;
   std::size_t gemm_workspace_bytes = std::size_t{64} << 20;
   std::size_t eager_workspace_bytes = std::size_t{512} << 20;
   std::size_t reserve_bytes = std::size_t{1} << 30;

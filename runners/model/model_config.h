@@ -1,6 +1,6 @@
 // ModelConfig: everything the forward pass needs to know about an architecture, read from HF
 // config.json (+ generation_config.json) or from GGUF metadata. Nothing is hard-coded per model
-// (../shared/reference/inference-anchors.md §2.1). Readers: hf_config.h (config.json) and
+// (docs/design/numerics.md §Model config). Readers: hf_config.h (config.json) and
 // gguf_config.h (GGUF metadata), both in runners/model/formats.
 #pragma once
 

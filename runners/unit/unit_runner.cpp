@@ -1,4 +1,4 @@
-// The unit runner's two routes (fan-out and naive); see unit_runner.h.
+// The unit runner's two routes (fan-out and naive) over an InferenceEngine; see unit_runner.h.
 #include "runners/unit/unit_runner.h"
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "methods/score_memo.h"
-#include "runners/cpu/greedy_generation.h"
+#include "runners/unit/greedy_decoding.h"
 #include "runners/unit/prefill_capture.h"
 
 namespace kvaudit::unit {
@@ -44,6 +44,9 @@ struct UnitPlan {
   int question_end = 0;              // Lq
   CaptureOptions capture;            // boundaries left empty (each route sets its own)
   bool any_method = false;
+  // Entries a cell's cache may reach: the prompt, the suffix and the generated tokens (the last
+  // generated token is not fed).
+  int capacity = 0;
 
   int boundary(const CellSpec& cell) const {
     return cell.protocol == Protocol::query_agnostic ? context_end : question_end;
@@ -57,11 +60,11 @@ struct UnitPlan {
   }
 };
 
-UnitPlan plan_unit(const cpu::CpuModel& model, const model::ModelWeights& weights,
+UnitPlan plan_unit(const InferenceEngine& engine, const model::ModelWeights& weights,
                    const UnitTokens& tokens, std::span<const CellSpec> cells,
                    const UnitRunOptions& options) {
-  require(&weights.config == &model.config(),
-          "the weights '" + weights.source + "' are not the ones the model was built on");
+  require(engine.built_from(weights),
+          "the weights '" + weights.source + "' are not the ones the engine was built from");
   require(!tokens.context.empty(), "the unit has no context tokens");
   require(!tokens.suffix.empty(),
           "the unit has no suffix tokens (template suffix + answer prefix)");
@@ -69,11 +72,12 @@ UnitPlan plan_unit(const cpu::CpuModel& model, const model::ModelWeights& weight
           "max_new_tokens is " + std::to_string(options.decode.max_new_tokens) + ", must be >= 0");
   require(options.max_batch_cells >= 0,
           "max_batch_cells is " + std::to_string(options.max_batch_cells) + ", must be >= 0");
-  const int vocab = model.config().vocab_size;
+  const int vocab = engine.config().vocab_size;
   check_tokens(tokens.context, vocab, "context");
   check_tokens(tokens.question, vocab, "question");
   check_tokens(tokens.suffix, vocab, "suffix");
-  const std::size_t total = tokens.context.size() + tokens.question.size() + tokens.suffix.size();
+  const std::size_t total = tokens.context.size() + tokens.question.size() + tokens.suffix.size() +
+                            static_cast<std::size_t>(options.decode.max_new_tokens) + 1;
   require(total < static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()),
           "the unit has too many tokens");
 
@@ -82,6 +86,7 @@ UnitPlan plan_unit(const cpu::CpuModel& model, const model::ModelWeights& weight
   plan.prompt.insert(plan.prompt.end(), tokens.question.begin(), tokens.question.end());
   plan.context_end = static_cast<int>(tokens.context.size());
   plan.question_end = static_cast<int>(plan.prompt.size());
+  plan.capacity = static_cast<int>(total);
   for (const CellSpec& cell : cells) {
     if (cell.method == nullptr) continue;
     plan.any_method = true;
@@ -92,56 +97,51 @@ UnitPlan plan_unit(const cpu::CpuModel& model, const model::ModelWeights& weight
   return plan;
 }
 
-// Runs the cell's method on the views of its boundary; a throwing method fails the cell.
-// `memo` (optional) shares budget-independent scores between the cells of a unit.
-std::optional<methods::Selection> select_cell(const CellSpec& cell,
-                                              std::span<const methods::LayerCapture> layers,
-                                              const UnitRunOptions& options, CellResult& result,
-                                              methods::ScoreMemo* memo = nullptr) {
+// Runs `select` (a selection of the cell's method, or nullopt) timed into the cell's result; a
+// throwing selection fails the cell, naming the method. Nothing escapes: this runs inside the
+// parallel loop over cells.
+template <typename Select>
+std::optional<methods::Selection> timed_selection(const CellSpec& cell, CellResult& result,
+                                                  Select&& select) {
   const Clock::time_point start = Clock::now();
   try {
-    methods::Selection selection = cell.method->select(
-        layers, cell.budget, methods::SelectionContext{options.seed, cell.cell_key, memo});
+    std::optional<methods::Selection> selection = select();
     result.select_seconds = seconds_since(start);
     return selection;
   } catch (const std::exception& error) {
     result.select_seconds = seconds_since(start);
     result.status = CellStatus::failed;
     result.error = "method " + cell.method->name() + " failed: " + error.what();
-    return std::nullopt;
-  } catch (...) {  // nothing may escape the parallel loop over cells
+  } catch (...) {
     result.select_seconds = seconds_since(start);
     result.status = CellStatus::failed;
     result.error = "method " + cell.method->name() + " failed with a non-standard exception";
-    return std::nullopt;
   }
+  return std::nullopt;
 }
 
-// Evicts `state` (holding positions 0..b-1, nothing evicted) down to the selection and records
+// The cell's method on the views of its boundary. `memo` (optional) shares budget-independent
+// scores between the cells of a unit.
+std::optional<methods::Selection> select_cell(const CellSpec& cell,
+                                              std::span<const methods::LayerCapture> layers,
+                                              const UnitRunOptions& options, CellResult& result,
+                                              methods::ScoreMemo* memo = nullptr) {
+  return timed_selection(cell, result, [&]() -> std::optional<methods::Selection> {
+    return cell.method->select(layers, cell.budget,
+                               methods::SelectionContext{options.seed, cell.cell_key, memo});
+  });
+}
+
+// Evicts `cache` (holding positions 0..b-1, nothing evicted) down to the selection and records
 // the cell's kept counts; a selection of the wrong shape or with positions the cache does not hold
 // fails the cell.
-bool evict_cell(const CellSpec& cell, const methods::Selection* selection,
-                cpu::SequenceState& state, CellResult& result) {
-  cpu::KvCache& cache = state.kv_cache();
+bool evict_cell(const CellSpec& cell, const methods::Selection* selection, SequenceCache& cache,
+                CellResult& result) {
   const std::int64_t layers = cache.num_layers(), heads = cache.num_kv_heads();
   result.candidate_entries = static_cast<std::int64_t>(result.boundary) * layers * heads;
   if (selection != nullptr) {
     try {
-      if (static_cast<std::int64_t>(selection->kept.size()) != layers) {
-        throw std::invalid_argument("the selection has " + std::to_string(selection->kept.size()) +
-                                    " layers, the model " + std::to_string(layers));
-      }
-      for (int layer = 0; layer < layers; ++layer) {
-        const auto& per_head = selection->kept[static_cast<std::size_t>(layer)];
-        if (static_cast<std::int64_t>(per_head.size()) != heads) {
-          throw std::invalid_argument("layer " + std::to_string(layer) + " of the selection has " +
-                                      std::to_string(per_head.size()) + " KV heads, the model " +
-                                      std::to_string(heads));
-        }
-        for (int head = 0; head < heads; ++head) {
-          cache.retain(layer, head, per_head[static_cast<std::size_t>(head)]);
-        }
-      }
+      cache.retain(*selection);
     } catch (const std::exception& error) {
       result.status = CellStatus::failed;
       result.error =
@@ -158,11 +158,11 @@ bool evict_cell(const CellSpec& cell, const methods::Selection* selection,
   return true;
 }
 
-cpu::GreedyOptions greedy_options(const UnitRunOptions& options) {
+GreedyOptions greedy_options(const UnitRunOptions& options) {
   return {options.decode.max_new_tokens, options.decode.stop_token_ids};
 }
 
-void take_output(cpu::GreedyOutput output, CellResult& result) {
+void take_output(GreedyOutput output, CellResult& result) {
   result.generated = std::move(output.tokens);
   result.stopped_on_stop_token = output.stopped_on_eos;
 }
@@ -174,21 +174,29 @@ void sum_cell_timings(UnitResult& unit) {
   }
 }
 
-}  // namespace
-
-const char* protocol_name(Protocol protocol) {
-  return protocol == Protocol::query_agnostic ? "query-agnostic" : "query-aware";
+// The capture's device fast path for the cell, if it has one (nullopt otherwise).
+std::optional<methods::Selection> device_select_cell(const CellSpec& cell, PrefillCapture& capture,
+                                                     CellResult& result) {
+  return timed_selection(cell, result, [&] {
+    return capture.device_selection(*cell.method, result.boundary, cell.budget);
+  });
 }
 
-UnitResult run_unit(const cpu::CpuModel& model, const model::ModelWeights& weights,
+}  // namespace
+
+UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
                     const UnitTokens& tokens, std::span<const CellSpec> cells,
                     const UnitRunOptions& options) {
   const Clock::time_point start = Clock::now();
-  const UnitPlan plan = plan_unit(model, weights, tokens, cells, options);
+  const UnitPlan plan = plan_unit(engine, weights, tokens, cells, options);
   UnitResult unit;
   unit.context_end = plan.context_end;
   unit.question_end = plan.question_end;
   unit.cells.resize(cells.size());
+  // How many cells' caches fit at once beside the prefilled one (throws when the unit cannot run).
+  const int fitting_cells = engine.max_concurrent_cells({.prefill_tokens = plan.question_end,
+                                                         .capacity = plan.capacity,
+                                                         .cells = static_cast<int>(cells.size())});
 
   // 1. One prefill over context + question, captured at the boundaries the evicting cells need.
   std::unique_ptr<PrefillCapture> capture;
@@ -197,101 +205,102 @@ UnitResult run_unit(const cpu::CpuModel& model, const model::ModelWeights& weigh
     for (const CellSpec& cell : cells) {
       if (cell.method != nullptr) capture_options.boundaries.push_back(plan.boundary(cell));
     }
-    capture = std::make_unique<PrefillCapture>(model.config(), std::move(capture_options));
+    capture = engine.new_capture(std::move(capture_options));
   }
-  cpu::SequenceState prefilled = model.new_sequence();
+  const std::unique_ptr<SequenceCache> prefilled = engine.new_cache(plan.capacity);
   Clock::time_point phase = Clock::now();
-  model.prefill(prefilled, plan.prompt, cpu::LogitRows::none, capture.get());
+  engine.prefill(*prefilled, plan.prompt, LogitRows::none, capture.get());
   unit.timings.prefill_seconds = seconds_since(phase);
 
-  // 2. Selections, each on the views of its cell's boundary (built once per boundary). Cells are
-  // independent: their selections run in parallel (Method::select is const; methods keep no
-  // state), each writing only its own result.
+  // 2. Selections. First the capture's device fast paths (one after another: they share the
+  // engine's stream), then every other evicting cell's Method::select on the views of its
+  // boundary (built once per boundary). Those are independent: they run in parallel
+  // (Method::select is const; methods keep no state), each writing only its own result.
+  std::vector<std::optional<methods::Selection>> selections(cells.size());
+  std::vector<bool> on_host(cells.size(), false);
   std::map<int, std::vector<methods::LayerCapture>> views;
   for (std::size_t i = 0; i < cells.size(); ++i) {
-    unit.cells[i].boundary = plan.boundary(cells[i]);
-    if (cells[i].method != nullptr && !views.contains(unit.cells[i].boundary)) {
-      views.emplace(unit.cells[i].boundary, capture->layers(unit.cells[i].boundary, prefilled,
-                                                            weights, model.rope_inv_freq()));
+    CellResult& result = unit.cells[i];
+    result.boundary = plan.boundary(cells[i]);
+    if (cells[i].method == nullptr) continue;
+    selections[i] = device_select_cell(cells[i], *capture, result);
+    if (selections[i] || result.status != CellStatus::ok) continue;
+    on_host[i] = true;
+    if (!views.contains(result.boundary)) {
+      views.emplace(result.boundary,
+                    capture->layers(result.boundary, *prefilled, weights, engine.rope_inv_freq()));
     }
   }
   // Cells that differ only in the budget share their scorer's scores (methods/score_memo.h).
   methods::ScoreMemo memo;
-  std::vector<std::optional<methods::Selection>> selections(cells.size());
   const std::ptrdiff_t cell_count = static_cast<std::ptrdiff_t>(cells.size());
 #pragma omp parallel for schedule(dynamic, 1) if (cell_count > 1)
   for (std::ptrdiff_t c = 0; c < cell_count; ++c) {
     const std::size_t i = static_cast<std::size_t>(c);
-    if (cells[i].method == nullptr) continue;
+    if (!on_host[i]) continue;
     selections[i] =
         select_cell(cells[i], views.at(unit.cells[i].boundary), options, unit.cells[i], &memo);
   }
 
-  // 3–4. Per batch of cells: compact copies, feed the rest together, decode together.
+  // 3–4. Per batch of cells: compacted forks, feed the rest together, decode together.
   std::vector<std::size_t> runnable;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     if (unit.cells[i].status == CellStatus::ok) runnable.push_back(i);
   }
-  const std::size_t batch_limit = options.max_batch_cells > 0
-                                      ? static_cast<std::size_t>(options.max_batch_cells)
-                                      : std::max<std::size_t>(runnable.size(), 1);
+  std::size_t batch_limit = options.max_batch_cells > 0
+                                ? static_cast<std::size_t>(options.max_batch_cells)
+                                : std::max<std::size_t>(runnable.size(), 1);
+  batch_limit = std::min(batch_limit, static_cast<std::size_t>(std::max(fitting_cells, 1)));
+  const bool parallel_forks = engine.concurrent_cache_ops();
   for (std::size_t first = 0; first < runnable.size(); first += batch_limit) {
     const std::size_t last = std::min(runnable.size(), first + batch_limit);
-    // Compact copies of the prefilled cache, one per cell, built in parallel.
-    std::vector<std::optional<cpu::SequenceState>> slots(last - first);
+    // Compacted forks of the prefilled cache, one per cell (in parallel where the engine allows).
+    std::vector<std::unique_ptr<SequenceCache>> slots(last - first);
     const std::ptrdiff_t slot_count = static_cast<std::ptrdiff_t>(slots.size());
-#pragma omp parallel for schedule(dynamic, 1) if (slot_count > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (parallel_forks && slot_count > 1)
     for (std::ptrdiff_t k = 0; k < slot_count; ++k) {
       const std::size_t i = runnable[first + static_cast<std::size_t>(k)];
       CellResult& result = unit.cells[i];
-      const Clock::time_point copy_start = Clock::now();
+      const Clock::time_point fork_start = Clock::now();
       try {
-        cpu::SequenceState state = prefilled;
-        state.kv_cache().truncate(result.boundary);
+        std::unique_ptr<SequenceCache> cache = prefilled->fork();
+        cache->truncate(result.boundary);
         const methods::Selection* selection = selections[i] ? &*selections[i] : nullptr;
-        const bool evicted = evict_cell(cells[i], selection, state, result);
-        result.evict_seconds = seconds_since(copy_start);
+        const bool evicted = evict_cell(cells[i], selection, *cache, result);
+        result.evict_seconds = seconds_since(fork_start);
         if (!evicted) continue;
         if (options.keep_selections && selection != nullptr) result.selection = *selection;
-        slots[static_cast<std::size_t>(k)].emplace(std::move(state));
+        slots[static_cast<std::size_t>(k)] = std::move(cache);
       } catch (const std::exception& error) {  // e.g. out of memory for the copy
-        result.evict_seconds = seconds_since(copy_start);
+        result.evict_seconds = seconds_since(fork_start);
         result.status = CellStatus::failed;
         result.error = std::string("could not build the cell's cache: ") + error.what();
       }
     }
     std::vector<std::size_t> batch;  // cell indices whose cache is ready
-    std::vector<cpu::SequenceState> states;
-    states.reserve(slots.size());
+    std::vector<SequenceCache*> caches;
     std::vector<std::vector<std::int32_t>> feeds;
     for (std::size_t k = 0; k < slots.size(); ++k) {
       if (!slots[k]) continue;
       const std::size_t i = runnable[first + k];
-      states.push_back(std::move(*slots[k]));
-      slots[k].reset();
+      caches.push_back(slots[k].get());
       feeds.push_back(plan.feed(cells[i], tokens));
       batch.push_back(i);
     }
     if (batch.empty()) continue;
-    std::vector<cpu::SequenceState*> pointers;
-    std::vector<std::span<const std::int32_t>> feed_spans;
-    for (std::size_t k = 0; k < batch.size(); ++k) {
-      pointers.push_back(&states[k]);
-      feed_spans.emplace_back(feeds[k]);
-    }
+    std::vector<std::span<const std::int32_t>> feed_spans(feeds.begin(), feeds.end());
     phase = Clock::now();
-    const std::vector<cpu::LogitMatrix> fed =
-        model.prefill_batch(pointers, feed_spans, cpu::LogitRows::last);
+    const std::vector<LogitMatrix> fed = engine.prefill_batch(caches, feed_spans, LogitRows::last);
     unit.timings.feed_seconds += seconds_since(phase);
-    cpu::LogitMatrix last_logits;
+    LogitMatrix last_logits;
     last_logits.rows = static_cast<int>(batch.size());
-    last_logits.vocab = model.config().vocab_size;
-    for (const cpu::LogitMatrix& m : fed) {
+    last_logits.vocab = engine.config().vocab_size;
+    for (const LogitMatrix& m : fed) {
       last_logits.values.insert(last_logits.values.end(), m.values.begin(), m.values.end());
     }
     phase = Clock::now();
-    std::vector<cpu::GreedyOutput> outputs =
-        cpu::generate_greedy_batch(model, pointers, last_logits, greedy_options(options));
+    std::vector<GreedyOutput> outputs =
+        generate_greedy_batch(engine, caches, last_logits, greedy_options(options));
     unit.timings.decode_seconds += seconds_since(phase);
     for (std::size_t k = 0; k < batch.size(); ++k) {
       take_output(std::move(outputs[k]), unit.cells[batch[k]]);
@@ -302,15 +311,17 @@ UnitResult run_unit(const cpu::CpuModel& model, const model::ModelWeights& weigh
   return unit;
 }
 
-UnitResult run_unit_naive(const cpu::CpuModel& model, const model::ModelWeights& weights,
+UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& weights,
                           const UnitTokens& tokens, std::span<const CellSpec> cells,
                           const UnitRunOptions& options) {
   const Clock::time_point start = Clock::now();
-  const UnitPlan plan = plan_unit(model, weights, tokens, cells, options);
+  const UnitPlan plan = plan_unit(engine, weights, tokens, cells, options);
   UnitResult unit;
   unit.context_end = plan.context_end;
   unit.question_end = plan.question_end;
   unit.cells.resize(cells.size());
+  (void)engine.max_concurrent_cells(
+      {.prefill_tokens = plan.question_end, .capacity = plan.capacity, .cells = 1});
 
   for (std::size_t i = 0; i < cells.size(); ++i) {
     const CellSpec& cell = cells[i];
@@ -327,32 +338,35 @@ UnitResult run_unit_naive(const cpu::CpuModel& model, const model::ModelWeights&
       capture_options.window_rows = cell.method->window_needed();
       capture_options.column_sums = cell.method->needs_column_sums();
       capture_options.query_moments = cell.method->needs_query_moments();
-      capture = std::make_unique<PrefillCapture>(model.config(), std::move(capture_options));
+      capture = engine.new_capture(std::move(capture_options));
     }
-    cpu::SequenceState state = model.new_sequence();
+    const std::unique_ptr<SequenceCache> cache = engine.new_cache(plan.capacity);
     Clock::time_point phase = Clock::now();
-    model.prefill(state, prefix, cpu::LogitRows::none, capture.get());
+    engine.prefill(*cache, prefix, LogitRows::none, capture.get());
     unit.timings.prefill_seconds += seconds_since(phase);
 
     std::optional<methods::Selection> selection;
     if (cell.method != nullptr) {
-      const std::vector<methods::LayerCapture> layers =
-          capture->layers(result.boundary, state, weights, model.rope_inv_freq());
-      selection = select_cell(cell, layers, options, result);
+      selection = device_select_cell(cell, *capture, result);
+      if (!selection && result.status == CellStatus::ok) {
+        const std::vector<methods::LayerCapture> layers =
+            capture->layers(result.boundary, *cache, weights, engine.rope_inv_freq());
+        selection = select_cell(cell, layers, options, result);
+      }
       if (!selection) continue;
     }
     phase = Clock::now();
-    const bool evicted = evict_cell(cell, selection ? &*selection : nullptr, state, result);
+    const bool evicted = evict_cell(cell, selection ? &*selection : nullptr, *cache, result);
     result.evict_seconds = seconds_since(phase);
     if (!evicted) continue;
     if (options.keep_selections && selection) result.selection = std::move(selection);
 
     const std::vector<std::int32_t> rest = plan.feed(cell, tokens);
     phase = Clock::now();
-    const cpu::LogitMatrix last = model.prefill(state, rest, cpu::LogitRows::last);
+    const LogitMatrix last = engine.prefill(*cache, rest, LogitRows::last);
     unit.timings.feed_seconds += seconds_since(phase);
     phase = Clock::now();
-    take_output(cpu::generate_greedy(model, state, last.row(0), greedy_options(options)), result);
+    take_output(generate_greedy(engine, *cache, last.row(0), greedy_options(options)), result);
     unit.timings.decode_seconds += seconds_since(phase);
   }
   sum_cell_timings(unit);

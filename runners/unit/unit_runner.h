@@ -1,19 +1,25 @@
-// The unit runner: one unit (model, backend, benchmark, task, instance) → one record per cell.
+// The unit runner: one unit (model, attention backend, benchmark, task, instance) → one result per
+// cell, on any InferenceEngine (inference_engine.h): the CPU backend and the CUDA backend run this
+// same code; nothing here chooses by device.
 //
-// Fan-out route, run_unit (kvaudit BRIEF §2, kvpress pipeline reference/kvpress.md §4):
-//   1. prefill prefix+context+question ONCE (Lq tokens) with a PrefillCapture at the boundaries
-//      the cells need: Lc = end of context (query-agnostic), Lq = end of question (query-aware);
-//   2. per cell: Method::select on the LayerCapture views of its protocol's boundary b;
-//   3. per cell: copy the prefilled SequenceState, truncate it to b (query-agnostic: the question's
-//      entries go), retain() each (layer, KV head)'s kept positions;
-//   4. feed the rest (query-agnostic: question + suffix; query-aware: suffix) to all cells at once
-//      (CpuModel::prefill_batch), positions continuing at the ORIGINAL length b, then greedy
-//      decode all cells together (decode_step over the still-running ones).
-// Steps 2 and 3 run in parallel over cells (OpenMP), so Method::select must be safe to call
-// concurrently (it is const; methods keep no per-call state). A full-KV cell (method == nullptr)
-// follows the same steps without eviction. A cell whose method
-// throws, or returns a selection the cache rejects, becomes a failed cell (status + message); the
-// others carry on.
+// Fan-out route, run_unit (docs/design/protocols.md §Fan-out; the kvpress pipeline):
+//   1. prefill prefix+context+question ONCE (Lq tokens) with the engine's PrefillCapture at the
+//      boundaries the cells need: Lc = end of context (query-agnostic), Lq = end of question
+//      (query-aware);
+//   2. per cell: its kept sets at its protocol's boundary b — the capture's device fast path
+//      where it has one for the method (PrefillCapture::device_selection: the GPU scorers), else
+//      Method::select on the capture's LayerCapture views;
+//   3. per cell: fork the prefilled cache, truncate it to b (query-agnostic: the question's entries
+//      go), retain() each (layer, KV head)'s kept positions;
+//   4. feed the rest (query-agnostic: question + suffix; query-aware: suffix) to all cells of a
+//      batch at once (prefill_batch), positions continuing at the ORIGINAL length b, then greedy
+//      decode them together (greedy_decoding.h). Batches hold at most max_batch_cells cells and
+//      what the engine's memory allows (InferenceEngine::max_concurrent_cells).
+// Method::select runs in parallel over cells (OpenMP), so it must be safe to call concurrently (it
+// is const; methods keep no per-call state); step 3 runs in parallel too where the engine allows
+// it (concurrent_cache_ops). A full-KV cell (method == nullptr) follows the same steps without
+// eviction. A cell whose method throws, or returns a selection the cache rejects, becomes a failed
+// cell (status + message); the others carry on.
 //
 // Naive route, run_unit_naive: per cell its own prefill of the protocol's prefix (b tokens) with
 // its own capture, the selection, retain, a prefill of the rest and a single-sequence greedy
@@ -29,18 +35,14 @@
 #include <string>
 #include <vector>
 
+#include "base/protocol.h"
 #include "methods/method.h"
-#include "runners/cpu/cpu_model.h"
 #include "runners/model/model_weights.h"
+#include "runners/unit/inference_engine.h"
 
 namespace kvaudit::unit {
 
-enum class Protocol { query_agnostic, query_aware };
-
-// "query-agnostic" / "query-aware" (the manifest's spelling).
-const char* protocol_name(Protocol protocol);
-
-// A unit's tokens, tokenized separately and concatenated (BRIEF §2).
+// A unit's tokens, tokenized separately and concatenated (docs/design/protocols.md §Prompt split).
 struct UnitTokens {
   std::vector<std::int32_t> context;   // prefix (system/template head) + context; ≥ 1 token
   std::vector<std::int32_t> question;  // may be empty (Lc = Lq)
@@ -79,10 +81,10 @@ struct CellResult {
   int boundary = 0;                    // b: the compression candidates are positions 0..b-1
   std::int64_t candidate_entries = 0;  // b · layers · KV heads
   std::int64_t kept_entries = 0;       // entries of the cache after eviction (before feeding)
-  std::int64_t kept_bytes = 0;         // KvCache::kept_bytes() after eviction
+  std::int64_t kept_bytes = 0;         // SequenceCache::kept_bytes() after eviction
   double realised_retention = 0.0;     // kept_entries / candidate_entries
   double select_seconds = 0.0;         // Method::select
-  double evict_seconds = 0.0;          // copy + truncate + retain
+  double evict_seconds = 0.0;          // fork + truncate + retain
 };
 
 struct UnitTimings {
@@ -101,16 +103,17 @@ struct UnitResult {
   int question_end = 0;  // Lq
 };
 
-// The fan-out route. `weights` must be the ones `model` was built on (methods read o_proj from
-// them). Throws std::invalid_argument for other weights, an empty context or suffix, a token id
-// outside the vocabulary, negative max_new_tokens or max_batch_cells (nothing about the unit can
-// be recorded then); per-cell problems become failed cells.
-UnitResult run_unit(const cpu::CpuModel& model, const model::ModelWeights& weights,
+// The fan-out route. `weights` are the host weights `engine` was built from (methods read o_proj
+// from them; the CUDA engine holds a bf16 copy of the same values). Throws std::invalid_argument
+// for weights of another shape, an empty context or suffix, a token id outside the vocabulary,
+// negative max_new_tokens or max_batch_cells, and EngineCapacityError when the unit cannot run on
+// the engine (nothing about the unit can be recorded then); per-cell problems become failed cells.
+UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
                     const UnitTokens& tokens, std::span<const CellSpec> cells,
                     const UnitRunOptions& options);
 
 // The naive reference route (same inputs, same outputs; timings of its own work).
-UnitResult run_unit_naive(const cpu::CpuModel& model, const model::ModelWeights& weights,
+UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& weights,
                           const UnitTokens& tokens, std::span<const CellSpec> cells,
                           const UnitRunOptions& options);
 

@@ -1,6 +1,6 @@
 #include "suite/benchmarks/task_catalog.h"
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks {
 namespace {

@@ -1,5 +1,6 @@
 // The tasks of each benchmark kind a manifest may name, with what each needs: its generation budget
-// and any external data file. Sources: ../shared/reference/benchmarks.md §1.2, §1.4, §2.1.
+// and any external data file. Sources: docs/design/benchmarks.md §RULER length fitting, §RULER
+// tasks, §LongBench data.
 #pragma once
 
 #include <string>

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <map>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks {
 

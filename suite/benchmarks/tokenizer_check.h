@@ -1,7 +1,7 @@
-// The tokenizer check (reference/benchmarks.md §4.2; BRIEF §6): RULER's nominal length is a promise
-// about the tokenizer the data was sized with. Before a run, every final prompt is re-measured with
-// the EVALUATED model's tokenizer and chat template, in the runner's split (prompt_measure.h), and
-// an instance is kept only when
+// The tokenizer check (docs/design/benchmarks.md §Tokenizer check): RULER's nominal length is a
+// promise about the tokenizer the data was sized with. Before a run, every final prompt is
+// re-measured with the EVALUATED model's tokenizer and chat template, in the runner's split
+// (prompt_measure.h), and an instance is kept only when
 //     prompt tokens + max_new_tokens ≤ limit = min(model max_position_embeddings, configured
 //                                                   runtime context, when one is set).
 // An instance that does not fit is excluded — never truncated: cutting a RULER haystack can cut

@@ -1,5 +1,6 @@
 // kvaudit generate: two jobs under one verb.
-//  * kvaudit generate --model PATH --prompt TEXT [--backend sdpa|eager] ...: greedy generation with
+//  * kvaudit generate --model PATH --prompt TEXT [--attention-backend sdpa|eager] ...: greedy
+//    generation with
 //    the CPU reference backend; prints the prompt ids, the generated ids and the text. The prompt
 //    is rendered with the model's chat template (auto-detected, or named), tokenized the way HF
 //    apply_chat_template(tokenize=True) does (no extra special tokens), prefilled once, and decoded
@@ -19,7 +20,8 @@
 //    evaluated tokenizer (pred.py's middle truncation to N tokens, the chat template, kvpress's
 //    split; longbench_instance.h), writes one JSON line per instance (longbench_jsonl_writer.h; an
 //    existing FILE is never replaced) and prints per task the record count, the truncated count
-//    and the original / final prompt lengths (reference/benchmarks.md §2.3, §4.2). Without
+//    and the original / final prompt lengths (docs/design/benchmarks.md §LongBench truncation,
+//    §Tokenizer check). Without
 //    --max-prompt-tokens the limit is the model's max_position_embeddings minus the largest
 //    kvpress budget (dataset2maxlen + 20) of the chosen tasks.
 #include <algorithm>
@@ -36,14 +38,15 @@
 #include <string_view>
 #include <vector>
 
+#include "base/errors.h"
 #include "runners/cpu/cpu_model.h"
-#include "runners/cpu/greedy_generation.h"
 #include "runners/model/chat/chat_template.h"
 #include "runners/model/formats/gguf.h"
 #include "runners/model/formats/gguf_config.h"
 #include "runners/model/formats/hf_config.h"
 #include "runners/model/formats/load_weights.h"
 #include "runners/model/tokenizer/tokenizer.h"
+#include "runners/unit/greedy_decoding.h"
 #include "suite/benchmarks/longbench/longbench_instance.h"
 #include "suite/benchmarks/longbench/longbench_jsonl.h"
 #include "suite/benchmarks/longbench/longbench_task.h"
@@ -57,7 +60,6 @@
 #include "suite/cli/longbench_jsonl_writer.h"
 #include "suite/cli/model_chat_template.h"
 #include "suite/common/atomic_file.h"
-#include "suite/common/errors.h"
 
 namespace kvaudit::cli {
 
@@ -69,10 +71,22 @@ std::string join_ids(const std::vector<std::int32_t>& ids) {
   return out.str();
 }
 
-cpu::AttentionBackend parse_backend(const std::string& name) {
-  if (name == "sdpa") return cpu::AttentionBackend::sdpa;
-  if (name == "eager") return cpu::AttentionBackend::eager;
-  throw InputError("--backend: unknown backend '" + name + "' (expected sdpa or eager)");
+// --attention-backend, or its old name --backend (still accepted; both given must agree).
+std::string attention_backend_option(const po::variables_map& vm) {
+  const std::string chosen = vm["attention-backend"].as<std::string>();
+  if (!vm.count("backend")) return chosen;
+  const std::string old_name = vm["backend"].as<std::string>();
+  if (!vm["attention-backend"].defaulted() && old_name != chosen) {
+    throw InputError("--backend " + old_name + " contradicts --attention-backend " + chosen +
+                     " (--backend is the old name of --attention-backend; give one)");
+  }
+  return old_name;
+}
+
+AttentionBackend parse_backend(const std::string& name) {
+  if (const auto backend = parse_attention_backend(name)) return *backend;
+  throw InputError("--attention-backend: unknown attention backend '" + name +
+                   "' (expected sdpa or eager)");
 }
 
 int generate_text(const po::variables_map& vm) {
@@ -80,7 +94,8 @@ int generate_text(const po::variables_map& vm) {
   if (!std::filesystem::exists(model_path)) {
     throw InputError("--model: " + model_path.string() + " does not exist");
   }
-  const auto backend = parse_backend(vm["backend"].as<std::string>());
+  const std::string backend_name = attention_backend_option(vm);
+  const auto backend = parse_backend(backend_name);
   const int max_new_tokens = vm["max-new-tokens"].as<int>();
   if (max_new_tokens < 0) throw InputError("--max-new-tokens: must be ≥ 0");
   const std::string prompt = vm["prompt"].as<std::string>();
@@ -111,11 +126,11 @@ int generate_text(const po::variables_map& vm) {
   for (auto id : tokenizer->eos_ids()) {
     if (std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
   }
-  const cpu::CpuModel model(weights, backend);
+  cpu::CpuModel model(weights, backend);
   auto state = model.new_sequence();
-  const auto last = model.prefill(state, prompt_ids, cpu::LogitRows::last);
+  const auto last = model.prefill(state, prompt_ids, LogitRows::last);
   const auto loaded = std::chrono::steady_clock::now();
-  const auto output = cpu::generate_greedy(
+  const auto output = unit::generate_greedy(
       model, state, last.row(0), {.max_new_tokens = max_new_tokens, .eos_token_ids = eos});
   const auto finished = std::chrono::steady_clock::now();
   const std::string text = tokenizer->decode(output.tokens, /*skip_special_tokens=*/true);
@@ -123,7 +138,7 @@ int generate_text(const po::variables_map& vm) {
   const double seconds = std::chrono::duration<double>(finished - started).count();
   if (vm.count("json")) {
     nlohmann::json j = {{"model", model_path.string()},
-                        {"backend", vm["backend"].as<std::string>()},
+                        {"attention_backend", backend_name},
                         {"chat_template", std::string(model::chat_template_name(template_kind))},
                         {"rendered_prompt", rendered},
                         {"prompt_ids", prompt_ids},
@@ -136,7 +151,7 @@ int generate_text(const po::variables_map& vm) {
     std::cout << "model: " << model_path.string() << " (" << weights.config.architecture_name
               << ", " << weights.config.num_layers << " layers, "
               << (weights.config.dtype == model::ComputeDtype::bf16 ? "bf16" : "f32")
-              << ")\nbackend: " << vm["backend"].as<std::string>()
+              << ")\nattention backend: " << backend_name
               << "   chat template: " << model::chat_template_name(template_kind)
               << "\nprompt ids (" << prompt_ids.size() << "): " << join_ids(prompt_ids)
               << "\ngenerated ids (" << output.tokens.size() << ", "
@@ -349,10 +364,10 @@ LongBenchTaskSummary summarize_longbench_task(
 
 int generate_longbench(const po::variables_map& vm) {
   namespace lb = benchmarks;
-  reject_options(
-      vm, "longbench",
-      {"prompt", "system", "backend", "max-new-tokens", "json", "length", "seed", "essay", "squad",
-       "hotpotqa", "generation-tokenizer", "generation-chat-template", "max-context"});
+  reject_options(vm, "longbench",
+                 {"prompt", "system", "backend", "attention-backend", "max-new-tokens", "json",
+                  "length", "seed", "essay", "squad", "hotpotqa", "generation-tokenizer",
+                  "generation-chat-template", "max-context"});
   // The evaluated tokenizer: the model's, or a tokenizer alone.
   if (vm.count("model") && vm.count("tokenizer")) {
     throw InputError("generate longbench: give --model or --tokenizer, not both");
@@ -511,9 +526,10 @@ int generate_longbench(const po::variables_map& vm) {
 Command generate_command() {
   Command c;
   c.name = "generate";
-  c.summary = "greedy generation with the CPU backend; benchmark instances (RULER, LongBench)";
+  c.summary = "greedy generation on the CPU; benchmark instances (RULER, LongBench)";
   c.usage =
-      "kvaudit generate --model PATH --prompt TEXT [--backend sdpa|eager] [--chat-template auto]\n"
+      "kvaudit generate --model PATH --prompt TEXT [--attention-backend sdpa|eager]\n"
+      "              [--chat-template auto]\n"
       "       kvaudit generate ruler --model PATH --length N --tasks a,b|all --instances K --out "
       "FILE.jsonl\n"
       "              [--first I] [--seed S] [--essay FILE] [--squad FILE] [--hotpotqa FILE]\n"
@@ -527,7 +543,9 @@ Command generate_command() {
     d.add_options()("model", po::value<std::string>(), "model: an HF directory or a .gguf file")(
         "prompt", po::value<std::string>(), "the user message")("system", po::value<std::string>(),
                                                                 "an optional system message")(
-        "backend", po::value<std::string>()->default_value("sdpa"), "attention: sdpa or eager")(
+        "attention-backend", po::value<std::string>()->default_value("sdpa"),
+        "attention backend: sdpa or eager")("backend", po::value<std::string>(),
+                                            "the old name of --attention-backend")(
         "chat-template", po::value<std::string>()->default_value("auto"),
         "auto (the model's own), none, llama3, qwen2, mistral-v3, deepseek-r1-distill, chatml")(
         "max-new-tokens", po::value<int>()->default_value(64), "greedy tokens at most")(

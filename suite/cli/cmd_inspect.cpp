@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "suite/cli/command.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/manifest_parser.h"
 #include "suite/manifest/prereg.h"

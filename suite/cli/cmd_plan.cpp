@@ -1,7 +1,7 @@
 // kvaudit plan MANIFEST: validate, expand into units and cells, print the expansion, check that
 // the files it names exist, and write the preregistration lock <output_dir>/prereg.json.
 //
-// The tokenizer check (reference/benchmarks.md §4; only for RULER benchmarks with
+// The tokenizer check (docs/design/benchmarks.md §Tokenizer check; only for RULER benchmarks with
 // `generation_tokenizer`, so plan stays instant for every other manifest): the benchmark's
 // instances (its tasks, `instances` per task, the study seed) are generated once, sized with the
 // generation tokenizer A and no chat template, then re-measured with the tokenizer and chat
@@ -21,12 +21,12 @@
 #include <set>
 #include <sstream>
 
+#include "base/errors.h"
 #include "runners/model/chat/chat_template.h"
 #include "suite/benchmarks/ruler/cross_tokenizer_check.h"
 #include "suite/cli/command.h"
 #include "suite/cli/study_paths.h"
 #include "suite/common/atomic_file.h"
-#include "suite/common/errors.h"
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
 #include "suite/manifest/plan_summary.h"
@@ -65,8 +65,9 @@ std::set<std::string> models_paired_with(const manifest::Manifest& m, const std:
 // The report text (deterministic: no timings); progress and timings go to `progress`.
 std::string tokenizer_check_report(const manifest::Manifest& m, const std::string& sha256,
                                    std::ostream& progress) {
-  std::string text = "kvaudit tokenizer check (reference/benchmarks.md §4) of study '" +
-                     m.study.name + "', manifest sha256 " + sha256 + "\n";
+  std::string text =
+      "kvaudit tokenizer check (docs/design/benchmarks.md §Tokenizer check) of study '" +
+      m.study.name + "', manifest sha256 " + sha256 + "\n";
   for (const auto& b : m.benchmarks) {
     if (b.generation_tokenizer.empty()) continue;
     ruler::RulerConfig config;

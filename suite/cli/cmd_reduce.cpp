@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "suite/cli/command.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/reduce/reduce_study.h"
 
 namespace kvaudit::cli {
@@ -40,7 +40,7 @@ void print_summary(const reduce::ReduceResult& r) {
   for (const auto& row : r.protocol_gap.pooled.rows) {
     if (row.result.empty) continue;
     const auto& m = r.study->manifest;
-    std::cout << "gap        " << manifest::kBackends[row.key[0]] << " "
+    std::cout << "gap        " << manifest::kAttentionBackendNames[row.key[0]] << " "
               << m.benchmarks[static_cast<std::size_t>(row.key[1])].name << " "
               << (row.key[2] < 0 ? std::string("full")
                                  : m.methods[static_cast<std::size_t>(row.key[2])].name)

@@ -35,7 +35,7 @@
 #include "suite/cli/command.h"
 #include "suite/cli/compute_device.h"
 #include "suite/cli/study_paths.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
@@ -368,7 +368,7 @@ Command run_stage_command() {
         "the study directory given to plan, if not study.output_dir (shards go to DIR/shards)")(
         "device", po::value<std::string>()->default_value("auto"),
         "auto | cpu | cuda: one rank per GPU (node-local rank picks the device); auto uses a GPU "
-        "when one is visible; bf16 models run on the GPU, f32 models on the CPU backend");
+        "when one is visible; bf16 models run on the GPU, f32 models on the CPU");
     p.add("manifest", 1);
   };
   c.body = [](const po::variables_map& vm) { return run_study(vm); };

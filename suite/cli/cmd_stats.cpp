@@ -20,7 +20,7 @@
 #include "statistics/clopper_pearson.h"
 #include "statistics/paired_bootstrap.h"
 #include "suite/cli/command.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::cli {
 

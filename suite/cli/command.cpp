@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "runners/model/model_error.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/manifest/diagnostics.h"
 
 namespace kvaudit::cli {

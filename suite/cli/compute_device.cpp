@@ -1,8 +1,8 @@
 // Device choice for `kvaudit run`; see compute_device.h.
 #include "suite/cli/compute_device.h"
 
+#include "base/errors.h"
 #include "runners/cuda/device_probe.h"
-#include "suite/common/errors.h"
 
 namespace kvaudit::cli {
 
@@ -12,7 +12,7 @@ ComputeDevice choose_compute_device(const std::string& request, int local_rank) 
   }
   ComputeDevice device;
   if (request == "cpu") {
-    device.description = "CPU backend (--device cpu)";
+    device.description = "device cpu (--device cpu)";
     return device;
   }
   const cuda::DeviceProbe probe = cuda::probe_devices();
@@ -20,7 +20,7 @@ ComputeDevice choose_compute_device(const std::string& request, int local_rank) 
     if (request == "cuda") {
       throw InputError("--device cuda: no usable CUDA device: " + probe.unavailable_reason);
     }
-    device.description = "CPU backend (no GPU: " + probe.unavailable_reason + ")";
+    device.description = "device cpu (no GPU: " + probe.unavailable_reason + ")";
     return device;
   }
   const auto& chosen = probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];
@@ -31,7 +31,7 @@ ComputeDevice choose_compute_device(const std::string& request, int local_rank) 
   device.uuid = chosen.uuid;
   device.driver_version = cuda::cuda_version_text(probe.driver_version);
   device.runtime_version = cuda::cuda_version_text(probe.runtime_version);
-  device.description = "CUDA device " + std::to_string(chosen.index) + " (" + chosen.name + ", " +
+  device.description = "device cuda " + std::to_string(chosen.index) + " (" + chosen.name + ", " +
                        chosen.uuid + "; bf16 models on the GPU, f32 models on the CPU)";
   return device;
 }

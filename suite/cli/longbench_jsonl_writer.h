@@ -9,7 +9,8 @@
 // the prompt was), prompt is the LongBench-protocol prompt as fed (middle-truncated, then wrapped
 // in the chat template when chat_template_applied; tokenized with added special tokens iff
 // prompt_add_special_tokens), and the token counts are those of
-// suite/benchmarks/longbench/longbench_instance.h (reference/benchmarks.md §2.3, §4.2).
+// suite/benchmarks/longbench/longbench_instance.h (docs/design/benchmarks.md §LongBench
+// truncation, §Tokenizer check).
 // Same inputs -> byte-identical lines.
 #pragma once
 

@@ -5,7 +5,7 @@
 
 #include "runners/cpu/openblas_core.h"
 #include "suite/cli/command.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/manifest/manifest.h"
 #include "suite/manifest/path_check.h"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit {
 namespace {

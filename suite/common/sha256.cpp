@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit {
 

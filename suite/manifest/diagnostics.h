@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/manifest/manifest.h"
 
 namespace kvaudit::manifest {

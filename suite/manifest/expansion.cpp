@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/manifest/canonical.h"
 
@@ -18,13 +18,6 @@ std::uint64_t id_of(const std::string& tuple) { return digest_prefix_u64(sha256(
 
 std::string dump(const json& j) { return j.dump(); }
 
-template <std::size_t N>
-std::uint8_t index_in(const char* const (&set)[N], const std::string& v) {
-  for (std::size_t i = 0; i < N; ++i)
-    if (v == set[i]) return static_cast<std::uint8_t>(i);
-  return 0;
-}
-
 std::string budget_json(BudgetKind kind, double value) {
   if (kind == BudgetKind::none) return R"({"kind":"none"})";
   return dump(json{{"kind", budget_kind_name(kind)}, {"value", value}});
@@ -36,12 +29,13 @@ struct UnitPrefix {
   std::string tail;  // from ,"model": to the end
 };
 
+// The tuples' keys are fixed ("backend" names the attention backend): they define the ids.
 UnitPrefix unit_prefix(const Manifest& m, std::size_t model, std::size_t bench, std::size_t task,
-                       std::uint8_t backend) {
+                       AttentionBackend backend) {
   const Benchmark& b = m.benchmarks[bench];
   UnitPrefix p;
-  p.head = R"({"backend":)" + dump(json(kBackends[backend])) + R"(,"benchmark":)" +
-           dump(canonical_benchmark_identity(b)) + R"(,"instance":)";
+  p.head = R"({"backend":)" + dump(json(std::string(attention_backend_name(backend)))) +
+           R"(,"benchmark":)" + dump(canonical_benchmark_identity(b)) + R"(,"instance":)";
   p.tail = R"(,"model":)" + dump(canonical_model_identity(m.models[model])) + R"(,"task":)" +
            dump(json(b.tasks[task])) + "}";
   return p;
@@ -56,10 +50,10 @@ struct MethodBudget {
   std::string budget_text;
 };
 
-std::string cell_tuple_from(const std::string& budget, const std::string& method,
-                            std::uint8_t protocol, const std::string& unit) {
+std::string cell_tuple_from(const std::string& budget, const std::string& method, Protocol protocol,
+                            const std::string& unit) {
   return R"({"budget":)" + budget + R"(,"method":)" + method + R"(,"protocol":)" +
-         dump(json(kProtocols[protocol])) + R"(,"unit":)" + unit + "}";
+         dump(json(std::string(protocol_name(protocol)))) + R"(,"unit":)" + unit + "}";
 }
 
 template <typename T>
@@ -86,7 +80,7 @@ const char* budget_kind_name(BudgetKind k) {
 }
 
 std::string unit_tuple(const Manifest& m, const Unit& u) {
-  const UnitPrefix p = unit_prefix(m, u.model, u.benchmark, u.task, u.backend);
+  const UnitPrefix p = unit_prefix(m, u.model, u.benchmark, u.task, u.attention_backend);
   return p.head + std::to_string(u.instance) + p.tail;
 }
 
@@ -181,7 +175,7 @@ Expansion expand(const Manifest& m) {
       for (const auto& model_name : g.models) {
         const std::size_t mi = index_by_name(m.models, model_name);
         for (const auto& backend : g.backends) {
-          const std::uint8_t be = index_in(kBackends, backend);
+          const AttentionBackend be = *parse_attention_backend(backend);
           for (std::size_t ti = 0; ti < b.tasks.size(); ++ti) {
             std::vector<Split> splits;
             if (auto it = split_of.find(bi); it != split_of.end())
@@ -199,7 +193,7 @@ Expansion expand(const Manifest& m) {
                 u.model = static_cast<std::uint16_t>(mi);
                 u.benchmark = static_cast<std::uint16_t>(bi);
                 u.task = static_cast<std::uint16_t>(ti);
-                u.backend = be;
+                u.attention_backend = be;
                 u.instance = inst;
                 u.split = splits.empty() ? Split::none : splits[static_cast<std::size_t>(inst)];
                 ex.units.push_back(u);
@@ -207,7 +201,7 @@ Expansion expand(const Manifest& m) {
               ++gc.units;
               const std::uint32_t ui = uit->second;
               for (const auto& proto : g.protocols) {
-                const std::uint8_t pi = index_in(kProtocols, proto);
+                const Protocol pi = *parse_protocol(proto);
                 for (const MethodBudget& v : variants) {
                   const std::uint64_t cid =
                       id_of(cell_tuple_from(v.budget_text, *v.method_canon, pi, ut));

@@ -1,5 +1,6 @@
-// Expansion of a manifest into units and cells (BRIEF §2).
-//   unit = (model, backend, benchmark, task, instance): the unit of scheduling (one prefill);
+// Expansion of a manifest into units and cells (docs/MANIFEST.md, `[[grids]]`).
+//   unit = (model, attention backend, benchmark, task, instance): the unit of scheduling (one
+//          prefill);
 //   cell = unit x (method config, budget, protocol), plus the full-KV reference under each
 //          protocol: the unit of records.
 // Ids are the first 16 hex digits (as a u64) of the SHA-256 of the canonical JSON tuple; they
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "base/attention_backend.h"
+#include "base/protocol.h"
 #include "suite/manifest/instance_split.h"
 #include "suite/manifest/manifest.h"
 
@@ -25,7 +28,7 @@ struct Unit {
   std::uint16_t model = 0;      // index into Manifest::models
   std::uint16_t benchmark = 0;  // index into Manifest::benchmarks
   std::uint16_t task = 0;       // index into that benchmark's tasks
-  std::uint8_t backend = 0;     // index into kBackends
+  AttentionBackend attention_backend = AttentionBackend::eager;
   Split split = Split::none;
   std::int64_t instance = 0;
   std::uint32_t n_cells = 0;
@@ -33,9 +36,9 @@ struct Unit {
 
 struct Cell {
   std::uint64_t id = 0;
-  std::uint32_t unit = 0;     // index into Expansion::units
-  std::int16_t method = -1;   // index into Manifest::methods; -1 = full-KV reference
-  std::uint8_t protocol = 0;  // index into kProtocols
+  std::uint32_t unit = 0;    // index into Expansion::units
+  std::int16_t method = -1;  // index into Manifest::methods; -1 = full-KV reference
+  Protocol protocol = Protocol::query_agnostic;
   BudgetKind budget_kind = BudgetKind::none;
   double budget = 0;  // the ratio or threshold as declared (0 for full-KV)
 };

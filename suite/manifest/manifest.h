@@ -9,8 +9,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "base/attention_backend.h"
+#include "base/protocol.h"
 #include "methods/catalog.h"
 #include "suite/benchmarks/task_catalog.h"
 
@@ -137,9 +140,16 @@ struct Manifest {
   std::filesystem::path resolve(const std::string& path) const;
 };
 
-// Names of protocols and backends as written in manifests.
-inline constexpr const char* kProtocols[] = {"query-agnostic", "query-aware"};
-inline constexpr const char* kBackends[] = {"eager", "sdpa"};
+// Names of protocols and attention backends as written in manifests: base/protocol.h's and
+// base/attention_backend.h's spellings, in their enums' order (checked below).
+inline constexpr const char* kProtocolNames[] = {"query-agnostic", "query-aware"};
+inline constexpr const char* kAttentionBackendNames[] = {"eager", "sdpa"};
+static_assert(std::string_view(kProtocolNames[0]) == protocol_name(Protocol::query_agnostic) &&
+              std::string_view(kProtocolNames[1]) == protocol_name(Protocol::query_aware));
+static_assert(std::string_view(kAttentionBackendNames[0]) ==
+                  attention_backend_name(AttentionBackend::eager) &&
+              std::string_view(kAttentionBackendNames[1]) ==
+                  attention_backend_name(AttentionBackend::sdpa));
 inline constexpr const char* kFormats[] = {"gguf", "hf"};
 inline constexpr const char* kChatTemplates[] = {
     "chatml", "deepseek-r1-distill", "llama3", "mistral", "none", "qwen2"};

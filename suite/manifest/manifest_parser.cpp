@@ -690,19 +690,34 @@ class Parser {
       }
       if (auto v = f.string_set("protocols", true, "protocol",
                                 [&](const std::string& b, SourcePos p, const std::string& w) {
-                                  return member(b, p, w, kProtocols, "protocol");
+                                  return member(b, p, w, kProtocolNames, "protocol");
                                 }))
         g.protocols = *v;
-      if (auto v = f.string_set("backends", true, "backend",
+      const std::string backends_key = renamed_key(*t, f, "attention_backends", "backends");
+      if (auto v = f.string_set(backends_key, true, "attention backend",
                                 [&](const std::string& b, SourcePos p, const std::string& w) {
-                                  return member(b, p, w, kBackends, "attention backend");
+                                  return member(b, p, w, kAttentionBackendNames,
+                                                "attention backend");
                                 }))
         g.backends = *v;
       f.finish(
           "name, benchmarks, models, methods, compression, retention, thresholds, protocols, "
-          "backends");
+          "attention_backends");
       m_.grids.push_back(std::move(g));
     }
+  }
+
+  // The key a table uses for a renamed field: `current`, or `old` (the name before the attention
+  // backend was called so; still accepted, with the same meaning). Both present is an error.
+  std::string renamed_key(const toml::table& t, Fields& f, const char* current, const char* old) {
+    const toml::node* now = t.get(current);
+    const toml::node* before = t.get(old);
+    if (now && before) {
+      diag_.error(pos_of(*before), f.field(old),
+                  std::string("give ") + current + " or its old name " + old + ", not both");
+      f.get(old, false);
+    }
+    return before && !now ? old : current;
   }
 
   bool known(bool found, SourcePos p, const std::string& where, const char* what,
@@ -807,7 +822,9 @@ class Parser {
       auto bench = in_grid("benchmark", grid ? &grid->benchmarks : nullptr, "benchmark");
       auto meth = in_grid("method", grid ? &grid->methods : nullptr, "method");
       auto proto = in_grid("protocol", grid ? &grid->protocols : nullptr, "protocol");
-      auto back = in_grid("backend", grid ? &grid->backends : nullptr, "backend");
+      const std::string backend_key = renamed_key(*t, f, "attention_backend", "backend");
+      auto back =
+          in_grid(backend_key.c_str(), grid ? &grid->backends : nullptr, "attention backend");
       if (bench) c.benchmark = *bench;
       if (meth) c.method = *meth;
       if (proto) c.protocol = *proto;
@@ -851,8 +868,8 @@ class Parser {
         }
       }
       f.finish(
-          "name, grid, benchmark, method, protocol, backend, candidates, tau, epsilon, delta, "
-          "calibration, test");
+          "name, grid, benchmark, method, protocol, attention_backend, candidates, tau, epsilon, "
+          "delta, calibration, test");
       m_.certifications.push_back(std::move(c));
     }
   }

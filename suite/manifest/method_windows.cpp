@@ -1,9 +1,14 @@
+// Plan-time check of observation windows against the benchmarks a grid runs them on; see
+// method_windows.h. The windows come from resolving each configuration with the catalogue
+// (methods::observation_window: the config's own typed `window` and its scorer's, defaults
+// included), never from reading parameters by name.
 #include "suite/manifest/method_windows.h"
 
-#include <cstdint>
 #include <optional>
 #include <string>
-#include <variant>
+
+#include "methods/method_resolution.h"
+#include "suite/manifest/method_configs.h"
 
 namespace kvaudit::manifest {
 namespace {
@@ -13,30 +18,6 @@ const MethodConfig* find_config(const Manifest& m, const std::string& name) {
     if (cfg.name == name) return &cfg;
   }
   return nullptr;
-}
-
-struct Window {
-  std::int64_t size = 0;
-  std::string owner;  // the config whose `window` it is
-};
-
-// The largest window a config uses, following `scorer` references (wrappers) a bounded depth.
-std::optional<Window> window_of(const Manifest& m, const MethodConfig& cfg, int depth = 0) {
-  std::optional<Window> window;
-  if (auto it = cfg.params.find("window"); it != cfg.params.end()) {
-    if (const auto* w = std::get_if<std::int64_t>(&it->second)) window = Window{*w, cfg.name};
-  }
-  if (depth < 8) {
-    if (auto it = cfg.params.find("scorer"); it != cfg.params.end()) {
-      if (const auto* name = std::get_if<std::string>(&it->second)) {
-        if (const MethodConfig* inner = find_config(m, *name)) {
-          auto w = window_of(m, *inner, depth + 1);
-          if (w && (!window || w->size > window->size)) window = w;
-        }
-      }
-    }
-  }
-  return window;
 }
 
 const Benchmark* find_benchmark(const Manifest& m, const std::string& name) {
@@ -49,11 +30,18 @@ const Benchmark* find_benchmark(const Manifest& m, const std::string& name) {
 }  // namespace
 
 void check_method_windows(const Manifest& m, Diagnostics& diag) {
+  const std::vector<methods::MethodConfig> configs = method_configs(m);
+  const methods::ConfigResolver resolve = config_resolver(configs);
   for (const auto& grid : m.grids) {
     for (const auto& method_name : grid.methods) {
       const MethodConfig* cfg = find_config(m, method_name);
       if (cfg == nullptr) continue;
-      const std::optional<Window> window = window_of(m, *cfg);
+      std::optional<methods::ObservationWindow> window;
+      try {
+        window = methods::observation_window(methods::resolve_method(*resolve(cfg->name), resolve));
+      } catch (const std::invalid_argument&) {
+        continue;  // the parser has reported what is wrong with the configuration
+      }
       if (!window) continue;
       for (const auto& benchmark_name : grid.benchmarks) {
         const Benchmark* b = find_benchmark(m, benchmark_name);

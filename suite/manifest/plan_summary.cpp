@@ -20,10 +20,10 @@ bool is_trivial_baseline(const Manifest& m, const Cell& c) {
 std::string dimension_value(const Manifest& m, const Unit& u, const Cell& c,
                             const std::string& dim) {
   if (dim == "model") return m.models[u.model].name;
-  if (dim == "backend") return kBackends[u.backend];
+  if (dim == "backend") return std::string(attention_backend_name(u.attention_backend));
   if (dim == "benchmark") return m.benchmarks[u.benchmark].name;
   if (dim == "task") return m.benchmarks[u.benchmark].name + "/" + unit_task(m, u);
-  if (dim == "protocol") return kProtocols[c.protocol];
+  if (dim == "protocol") return std::string(protocol_name(c.protocol));
   if (dim == "method") return cell_method_name(m, c);
   if (dim == "budget")
     return std::string(budget_kind_name(c.budget_kind)) + "=" + format_number(c.budget);
@@ -109,7 +109,8 @@ PlanSummary summarize(const Manifest& m, const Expansion& ex) {
   s.units = static_cast<std::int64_t>(ex.units.size());
   s.cells = static_cast<std::int64_t>(ex.cells.size());
   for (const Unit& u : ex.units) {
-    auto& mb = s.by_model_backend[{m.models[u.model].name, kBackends[u.backend]}];
+    auto& mb = s.by_model_backend[{m.models[u.model].name,
+                                   std::string(attention_backend_name(u.attention_backend))}];
     mb.first += 1;
     mb.second += u.n_cells;
     const double len = static_cast<double>(m.benchmarks[u.benchmark].length);
@@ -117,7 +118,7 @@ PlanSummary summarize(const Manifest& m, const Expansion& ex) {
     s.token_cells += len * u.n_cells;
   }
   for (const Cell& c : ex.cells) {
-    s.cells_by_protocol[kProtocols[c.protocol]] += 1;
+    s.cells_by_protocol[std::string(protocol_name(c.protocol))] += 1;
     s.cells_by_method[cell_method_name(m, c)] += 1;
     const Unit& u = ex.units[c.unit];
     const Benchmark& b = m.benchmarks[u.benchmark];
@@ -165,10 +166,11 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
     }
   }
 
-  os << "\ngrids (a unit is one prefill: model x backend x benchmark instance)\n";
+  os << "\ngrids (a unit is one prefill: model x attention backend x benchmark instance)\n";
   for (const auto& g : ex.grids) {
-    os << "  " << g.grid << ": " << g.models << " models x " << g.backends << " backends x "
-       << with_commas(g.instances) << " instances = " << with_commas(g.units) << " units\n";
+    os << "  " << g.grid << ": " << g.models << " models x " << g.backends
+       << " attention backends x " << with_commas(g.instances)
+       << " instances = " << with_commas(g.units) << " units\n";
     std::string inner;
     if (g.ratio_methods) {
       const Grid* grid = m.find_grid(g.grid);
@@ -188,9 +190,9 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
     os << "    cells = " << with_commas(g.units) << " x " << g.cells_per_unit << " = "
        << with_commas(g.cells);
     if (g.backends > 1) {
-      os << "  (per backend: " << with_commas(g.instances) << " x " << g.models << " models x "
-         << g.cells_per_unit << " = " << with_commas(g.instances * g.models * g.cells_per_unit)
-         << ")";
+      os << "  (per attention backend: " << with_commas(g.instances) << " x " << g.models
+         << " models x " << g.cells_per_unit << " = "
+         << with_commas(g.instances * g.models * g.cells_per_unit) << ")";
     }
     os << "\n";
   }
@@ -199,11 +201,12 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
     os << " (" << with_commas(ex.overlapping_cells) << " cells shared by grids counted once)";
   os << "\n\n";
 
-  os << "cells by model and backend\n";
-  os << "  " << padded("model", 30) << padded("backend", 9) << padded("units", 10) << "cells\n";
+  os << "cells by model and attention backend\n";
+  os << "  " << padded("model", 30) << padded("attention backend", 19) << padded("units", 10)
+     << "cells\n";
   for (const auto& [key, v] : s.by_model_backend) {
-    os << "  " << padded(key.first, 30) << padded(key.second, 9) << padded(with_commas(v.first), 10)
-       << with_commas(v.second) << "\n";
+    os << "  " << padded(key.first, 30) << padded(key.second, 19)
+       << padded(with_commas(v.first), 10) << with_commas(v.second) << "\n";
   }
   os << "cells by protocol\n";
   for (const auto& [k, v] : s.cells_by_protocol)

@@ -5,7 +5,7 @@
 
 #include "suite/common/atomic_file.h"
 #include "suite/common/build_info.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/utc_time.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/instance_split.h"

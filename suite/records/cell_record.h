@@ -1,8 +1,10 @@
 // The record of one cell: what one (unit, method, ratio, protocol) evaluation produced.
 //
 // One CellRecord becomes one row of the `/records` compound dataset of a shard (docs/RECORDS.md has
-// the field-by-field schema). The enums are stored as HDF5 enums on int8 whose member names are the
-// strings in EnumTraits<...>::members, so h5py.check_enum_dtype returns the mapping.
+// the field-by-field schema). The enums are stored as HDF5 enums on int8 whose member names and
+// stored values are EnumTraits<...>::members, so h5py.check_enum_dtype returns the mapping. The
+// attention backend and the protocol are the suite-wide enums (base/); their stored values are
+// the file format's and never change (sdpa = 0, eager = 1; query-aware = 0, query-agnostic = 1).
 #pragma once
 
 #include <array>
@@ -13,11 +15,12 @@
 #include <string>
 #include <string_view>
 
+#include "base/attention_backend.h"
+#include "base/protocol.h"
+
 namespace kvaudit::records {
 
 enum class CellStatus : std::int8_t { ok = 0, oom = 1, error = 2, excluded = 3, abandoned = 4 };
-enum class Backend : std::int8_t { sdpa = 0, eager = 1 };
-enum class Protocol : std::int8_t { query_aware = 0, query_agnostic = 1 };
 enum class Split : std::int8_t { none = 0, calibration = 1, test = 2 };
 enum class BudgetKind : std::int8_t { none = 0, compression = 1, retention = 2, threshold = 3 };
 
@@ -25,6 +28,7 @@ template <typename E>
 struct EnumMember {
   std::string_view name;  // the HDF5 enum member name
   E value;
+  std::int8_t stored;  // the HDF5 enum member value
 };
 
 // For each record enum: the HDF5 type's name (used in messages) and its members in value order.
@@ -35,38 +39,38 @@ template <>
 struct EnumTraits<CellStatus> {
   static constexpr std::string_view type_name = "CellStatus";
   static constexpr std::array<EnumMember<CellStatus>, 5> members{
-      {{"ok", CellStatus::ok},
-       {"oom", CellStatus::oom},
-       {"error", CellStatus::error},
-       {"excluded", CellStatus::excluded},
-       {"abandoned", CellStatus::abandoned}}};
+      {{"ok", CellStatus::ok, 0},
+       {"oom", CellStatus::oom, 1},
+       {"error", CellStatus::error, 2},
+       {"excluded", CellStatus::excluded, 3},
+       {"abandoned", CellStatus::abandoned, 4}}};
 };
 template <>
-struct EnumTraits<Backend> {
-  static constexpr std::string_view type_name = "Backend";
-  static constexpr std::array<EnumMember<Backend>, 2> members{
-      {{"sdpa", Backend::sdpa}, {"eager", Backend::eager}}};
+struct EnumTraits<AttentionBackend> {
+  static constexpr std::string_view type_name = "AttentionBackend";
+  static constexpr std::array<EnumMember<AttentionBackend>, 2> members{
+      {{"sdpa", AttentionBackend::sdpa, 0}, {"eager", AttentionBackend::eager, 1}}};
 };
 template <>
 struct EnumTraits<Protocol> {
   static constexpr std::string_view type_name = "Protocol";
   static constexpr std::array<EnumMember<Protocol>, 2> members{
-      {{"query-aware", Protocol::query_aware}, {"query-agnostic", Protocol::query_agnostic}}};
+      {{"query-aware", Protocol::query_aware, 0}, {"query-agnostic", Protocol::query_agnostic, 1}}};
 };
 template <>
 struct EnumTraits<Split> {
   static constexpr std::string_view type_name = "Split";
   static constexpr std::array<EnumMember<Split>, 3> members{
-      {{"none", Split::none}, {"calibration", Split::calibration}, {"test", Split::test}}};
+      {{"none", Split::none, 0}, {"calibration", Split::calibration, 1}, {"test", Split::test, 2}}};
 };
 template <>
 struct EnumTraits<BudgetKind> {
   static constexpr std::string_view type_name = "BudgetKind";
   static constexpr std::array<EnumMember<BudgetKind>, 4> members{
-      {{"none", BudgetKind::none},
-       {"compression", BudgetKind::compression},
-       {"retention", BudgetKind::retention},
-       {"threshold", BudgetKind::threshold}}};
+      {{"none", BudgetKind::none, 0},
+       {"compression", BudgetKind::compression, 1},
+       {"retention", BudgetKind::retention, 2},
+       {"threshold", BudgetKind::threshold, 3}}};
 };
 
 // The member name of `value`, or "" if `value` is not a member (e.g. a bad static_cast).
@@ -92,6 +96,24 @@ constexpr bool is_enum_member(E value) {
   return !enum_name(value).empty();
 }
 
+// The HDF5 value `value` is stored as (−1 if it is not a member).
+template <typename E>
+constexpr std::int8_t enum_stored_value(E value) {
+  for (const auto& member : EnumTraits<E>::members) {
+    if (member.value == value) return member.stored;
+  }
+  return -1;
+}
+
+// The member stored as `stored`, if any.
+template <typename E>
+constexpr std::optional<E> enum_from_stored(std::int8_t stored) {
+  for (const auto& member : EnumTraits<E>::members) {
+    if (member.stored == stored) return member.value;
+  }
+  return std::nullopt;
+}
+
 inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN();
 
 // One cell's record. Doubles that do not apply (the ratio fields of another budget kind, the score
@@ -108,7 +130,7 @@ struct CellRecord {
   std::string method;         // the manifest's method config name
   std::string method_id;      // the method implementation, e.g. "snapkv"
   std::string params_digest;  // 16 hex digits identifying the method parameters
-  Backend backend = Backend::sdpa;
+  AttentionBackend attention_backend = AttentionBackend::sdpa;
   Protocol protocol = Protocol::query_aware;
   Split split = Split::none;
   BudgetKind budget_kind = BudgetKind::none;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/records/hdf5_handle.h"
 
 namespace kvaudit::h5 {

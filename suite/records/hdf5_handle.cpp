@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::h5 {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <variant>
 
+#include "base/errors.h"
 #include "suite/common/build_info.h"
-#include "suite/common/errors.h"
 #include "suite/records/hdf5_attributes.h"
 #include "suite/records/hdf5_handle.h"
 #include "suite/records/utf8_text.h"
@@ -125,10 +125,11 @@ void write_provenance(hid_t file_id, const ShardProvenance& p, const std::string
 ShardProvenance read_provenance(hid_t file_id, const std::string& file) {
   ShardProvenance p;
   const std::int64_t version = h5::read_int64_attribute(file_id, "schema_version", file);
-  if (version != kProvenanceSchemaVersion) {
+  if (version < kOldestReadableSchemaVersion || version > kSchemaVersion) {
     throw InputError(file + ": schema_version " + std::to_string(version) +
-                     " is not supported (this build reads version " +
-                     std::to_string(kProvenanceSchemaVersion) + ")");
+                     " is not supported (this build reads versions " +
+                     std::to_string(kOldestReadableSchemaVersion) + " to " +
+                     std::to_string(kSchemaVersion) + ")");
   }
   for (const Field& field : kFields) {
     std::visit(

@@ -14,13 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "suite/records/schema_version.h"
+
 namespace kvaudit::records {
 
-// The provenance schema version this build writes and the only one it reads.
-inline constexpr int kProvenanceSchemaVersion = 1;
-
 struct ShardProvenance {
-  int schema_version = kProvenanceSchemaVersion;
+  // The shard's schema version (schema_version.h): kSchemaVersion when written by this build.
+  int schema_version = static_cast<int>(kSchemaVersion);
   // The preregistered manifest (caller).
   std::string manifest_sha256;  // 64 lowercase hex digits of the canonical manifest
   std::string manifest_path;
@@ -69,7 +69,7 @@ void fill_process_provenance(ShardProvenance& provenance);
 void write_provenance(hid_t file_id, const ShardProvenance& provenance, const std::string& file);
 
 // Reads the provenance attributes; throws InputError naming `file` when one is missing or of the
-// wrong type, or when schema_version is not kProvenanceSchemaVersion.
+// wrong type, or when schema_version is outside [kOldestReadableSchemaVersion, kSchemaVersion].
 ShardProvenance read_provenance(hid_t file_id, const std::string& file);
 
 // (attribute name, value as text) for every field, in declaration order: for printing.

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/records/hdf5_attributes.h"
 
 namespace kvaudit::records {
@@ -15,7 +15,7 @@ namespace {
 const std::string kWhat = "kvaudit record schema";
 
 #define KV_FIELD(member, type) \
-  FieldSpec { #member, FieldType::type, offsetof(RecordPod, member) }
+  FieldSpec { #member, FieldType::type, offsetof(RecordPod, member), nullptr }
 
 constexpr std::array kFields{
     KV_FIELD(cell_id, u64),
@@ -29,7 +29,8 @@ constexpr std::array kFields{
     KV_FIELD(method, text),
     KV_FIELD(method_id, text),
     KV_FIELD(params_digest, text),
-    KV_FIELD(backend, backend),
+    FieldSpec{"attention_backend", FieldType::attention_backend,
+              offsetof(RecordPod, attention_backend), "backend"},
     KV_FIELD(protocol, protocol),
     KV_FIELD(split, split),
     KV_FIELD(budget_kind, budget_kind),
@@ -62,7 +63,7 @@ h5::Datatype make_enum_type(hid_t base) {
   auto type = h5::adopt<h5::Kind::datatype>(H5Tenum_create(base), h5::Blame::internal, kWhat,
                                             "H5Tenum_create");
   for (const auto& member : EnumTraits<E>::members) {
-    const auto value = static_cast<std::int8_t>(member.value);
+    const std::int8_t value = member.stored;
     const std::string name(member.name);
     h5::check(H5Tenum_insert(type.get(), name.c_str(), &value), h5::Blame::internal, kWhat,
               "H5Tenum_insert " + name);
@@ -92,8 +93,8 @@ h5::Datatype make_member_type(FieldType type, bool file) {
       return h5::make_vlen_utf8_type();
     case FieldType::cell_status:
       return make_enum_type<CellStatus>(int8_base);
-    case FieldType::backend:
-      return make_enum_type<Backend>(int8_base);
+    case FieldType::attention_backend:
+      return make_enum_type<AttentionBackend>(int8_base);
     case FieldType::protocol:
       return make_enum_type<Protocol>(int8_base);
     case FieldType::split:
@@ -104,13 +105,14 @@ h5::Datatype make_member_type(FieldType type, bool file) {
   throw InternalError("unknown record field type");
 }
 
-h5::Datatype make_compound(bool file) {
+h5::Datatype make_compound(bool file, std::int64_t version) {
   auto compound = h5::adopt<h5::Kind::datatype>(H5Tcreate(H5T_COMPOUND, sizeof(RecordPod)),
                                                 h5::Blame::internal, kWhat, "H5Tcreate");
   for (const FieldSpec& field : kFields) {
     const h5::Datatype member = make_member_type(field.type, file);
-    h5::check(H5Tinsert(compound.get(), field.name, field.offset, member.get()),
-              h5::Blame::internal, kWhat, std::string("H5Tinsert ") + field.name);
+    const char* name = field_name(field, version);
+    h5::check(H5Tinsert(compound.get(), name, field.offset, member.get()), h5::Blame::internal,
+              kWhat, std::string("H5Tinsert ") + name);
   }
   if (file) h5::check(H5Tpack(compound.get()), h5::Blame::internal, kWhat, "H5Tpack");
   return compound;
@@ -153,8 +155,8 @@ std::string expected_phrase(FieldType type) {
       return "a variable-length string";
     case FieldType::cell_status:
       return "the CellStatus enum";
-    case FieldType::backend:
-      return "the Backend enum";
+    case FieldType::attention_backend:
+      return "the AttentionBackend enum";
     case FieldType::protocol:
       return "the Protocol enum";
     case FieldType::split:
@@ -183,9 +185,9 @@ std::string enum_mismatch(hid_t member) {
     if (H5Tget_member_value(member, i, &value) < 0) return "has an unreadable member value";
     const auto expected = enum_from_name<E>(name);
     if (!expected) return "has an unknown member '" + name + "'";
-    if (static_cast<std::int8_t>(*expected) != value) {
+    if (enum_stored_value(*expected) != value) {
       return "maps '" + name + "' to " + std::to_string(value) + ", expected " +
-             std::to_string(static_cast<int>(*expected));
+             std::to_string(static_cast<int>(enum_stored_value(*expected)));
     }
   }
   return {};
@@ -229,8 +231,8 @@ std::string member_mismatch(hid_t member, FieldType type) {
       return {};
     case FieldType::cell_status:
       return enumeration(CellStatus{});
-    case FieldType::backend:
-      return enumeration(Backend{});
+    case FieldType::attention_backend:
+      return enumeration(AttentionBackend{});
     case FieldType::protocol:
       return enumeration(Protocol{});
     case FieldType::split:
@@ -243,12 +245,24 @@ std::string member_mismatch(hid_t member, FieldType type) {
 
 std::string text_or_empty(const char* text) { return text != nullptr ? std::string(text) : ""; }
 
+// The member stored as `stored`; a value that is no member (HDF5 converts enums by name, so only a
+// hand-made memory buffer can hold one) keeps its raw value, which enum_name reports as "".
+template <typename E>
+E stored_or_cast(std::int8_t stored) {
+  if (const auto value = enum_from_stored<E>(stored)) return *value;
+  return static_cast<E>(static_cast<unsigned char>(stored));
+}
+
 }  // namespace
 
 std::span<const FieldSpec> record_fields() { return kFields; }
 
-h5::Datatype make_record_file_type() { return make_compound(true); }
-h5::Datatype make_record_memory_type() { return make_compound(false); }
+const char* field_name(const FieldSpec& field, std::int64_t version) {
+  return version < 2 && field.v1_name != nullptr ? field.v1_name : field.name;
+}
+
+h5::Datatype make_record_file_type() { return make_compound(true, kSchemaVersion); }
+h5::Datatype make_record_memory_type(std::int64_t version) { return make_compound(false, version); }
 
 RecordPod to_pod(const CellRecord& r) {
   return RecordPod{
@@ -256,17 +270,17 @@ RecordPod to_pod(const CellRecord& r) {
       .unit_id = r.unit_id,
       .attempt = r.attempt,
       .rank = r.rank,
-      .status = static_cast<std::int8_t>(r.status),
+      .status = enum_stored_value(r.status),
       .model = r.model.c_str(),
       .benchmark = r.benchmark.c_str(),
       .task = r.task.c_str(),
       .method = r.method.c_str(),
       .method_id = r.method_id.c_str(),
       .params_digest = r.params_digest.c_str(),
-      .backend = static_cast<std::int8_t>(r.backend),
-      .protocol = static_cast<std::int8_t>(r.protocol),
-      .split = static_cast<std::int8_t>(r.split),
-      .budget_kind = static_cast<std::int8_t>(r.budget_kind),
+      .attention_backend = enum_stored_value(r.attention_backend),
+      .protocol = enum_stored_value(r.protocol),
+      .split = enum_stored_value(r.split),
+      .budget_kind = enum_stored_value(r.budget_kind),
       .compression = r.compression,
       .retention = r.retention,
       .threshold = r.threshold,
@@ -296,17 +310,17 @@ CellRecord from_pod(const RecordPod& p) {
   r.unit_id = p.unit_id;
   r.attempt = p.attempt;
   r.rank = p.rank;
-  r.status = static_cast<CellStatus>(p.status);
+  r.status = stored_or_cast<CellStatus>(p.status);
   r.model = text_or_empty(p.model);
   r.benchmark = text_or_empty(p.benchmark);
   r.task = text_or_empty(p.task);
   r.method = text_or_empty(p.method);
   r.method_id = text_or_empty(p.method_id);
   r.params_digest = text_or_empty(p.params_digest);
-  r.backend = static_cast<Backend>(p.backend);
-  r.protocol = static_cast<Protocol>(p.protocol);
-  r.split = static_cast<Split>(p.split);
-  r.budget_kind = static_cast<BudgetKind>(p.budget_kind);
+  r.attention_backend = stored_or_cast<AttentionBackend>(p.attention_backend);
+  r.protocol = stored_or_cast<Protocol>(p.protocol);
+  r.split = stored_or_cast<Split>(p.split);
+  r.budget_kind = stored_or_cast<BudgetKind>(p.budget_kind);
   r.compression = p.compression;
   r.retention = p.retention;
   r.threshold = p.threshold;
@@ -330,20 +344,21 @@ CellRecord from_pod(const RecordPod& p) {
   return r;
 }
 
-std::string describe_schema_mismatch(hid_t file_type) {
+std::string describe_schema_mismatch(hid_t file_type, std::int64_t version) {
   const H5T_class_t cls = H5Tget_class(file_type);
   if (cls != H5T_COMPOUND) return "/records is " + class_phrase(cls) + ", expected a compound";
   for (const FieldSpec& field : kFields) {
-    const int index = H5Tget_member_index(file_type, field.name);
+    const char* name = field_name(field, version);
+    const int index = H5Tget_member_index(file_type, name);
     if (index < 0) {
       H5Eclear2(H5E_DEFAULT);
-      return std::string("/records has no member '") + field.name + "'";
+      return std::string("/records has no member '") + name + "'";
     }
     const h5::Datatype member(H5Tget_member_type(file_type, static_cast<unsigned>(index)));
-    if (!member.valid()) return std::string("cannot read the type of member '") + field.name + "'";
+    if (!member.valid()) return std::string("cannot read the type of member '") + name + "'";
     const std::string problem = member_mismatch(member.get(), field.type);
     if (!problem.empty()) {
-      return std::string("/records member '") + field.name + "' " + problem + ", expected " +
+      return std::string("/records member '") + name + "' " + problem + ", expected " +
              expected_phrase(field.type);
     }
   }

@@ -13,11 +13,10 @@
 
 #include "suite/records/cell_record.h"
 #include "suite/records/hdf5_handle.h"
+#include "suite/records/schema_version.h"
 
 namespace kvaudit::records {
 
-// Version of the record layout and attribute set; stored as the root attribute schema_version.
-inline constexpr std::int64_t kSchemaVersion = 1;
 // Name of the record dataset at the file root.
 inline constexpr const char* kRecordsDataset = "records";
 
@@ -35,7 +34,7 @@ struct RecordPod {
   const char* method;
   const char* method_id;
   const char* params_digest;
-  std::int8_t backend;
+  std::int8_t attention_backend;
   std::int8_t protocol;
   std::int8_t split;
   std::int8_t budget_kind;
@@ -70,7 +69,7 @@ enum class FieldType {
   f64,
   text,  // variable-length UTF-8 string
   cell_status,
-  backend,
+  attention_backend,
   protocol,
   split,
   budget_kind,
@@ -79,25 +78,29 @@ enum class FieldType {
 struct FieldSpec {
   const char* name;
   FieldType type;
-  std::size_t offset;  // offset in RecordPod
+  std::size_t offset;             // offset in RecordPod
+  const char* v1_name = nullptr;  // its name in schema version 1, if it differs
 };
 
 // The members of the record compound, in file order.
 std::span<const FieldSpec> record_fields();
+// `field`'s member name in files of schema `version`.
+const char* field_name(const FieldSpec& field, std::int64_t version);
 
-// Compound types for H5Dcreate (file) and H5Dread/H5Dwrite (memory).
+// Compound types for H5Dcreate (file, kSchemaVersion) and H5Dread/H5Dwrite (memory; member names
+// of schema `version`, so a version-1 shard reads into the same RecordPod).
 h5::Datatype make_record_file_type();
-h5::Datatype make_record_memory_type();
+h5::Datatype make_record_memory_type(std::int64_t version = kSchemaVersion);
 
 // A view of `record` for H5Dwrite: the string members point into `record`, which must outlive it.
 RecordPod to_pod(const CellRecord& record);
 // A copy of what H5Dread produced; null string pointers (never written) become "".
 CellRecord from_pod(const RecordPod& pod);
 
-// Checks a compound file type read from a shard against record_fields(): every member present,
-// with the expected class (and size, sign, string kind or enum members). Returns "" if the type
-// fits, else a description of the first mismatch, e.g. "member 'score' is a string, expected a
-// 64-bit float".
-std::string describe_schema_mismatch(hid_t file_type);
+// Checks a compound file type read from a shard of schema `version` against record_fields():
+// every member present (by that version's names), with the expected class (and size, sign, string
+// kind or enum members). Returns "" if the type fits, else a description of the first mismatch,
+// e.g. "member 'score' is a string, expected a 64-bit float".
+std::string describe_schema_mismatch(hid_t file_type, std::int64_t version = kSchemaVersion);
 
 }  // namespace kvaudit::records

@@ -6,7 +6,7 @@
 #include <system_error>
 #include <unordered_map>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/records/hdf5_attributes.h"
 #include "suite/records/hdf5_handle.h"
 #include "suite/records/record_schema.h"
@@ -44,8 +44,9 @@ h5::File open_read_only(const std::string& name) {
                                    h5::Blame::input, name, "opening as HDF5");
 }
 
-std::vector<CellRecord> read_rows(hid_t dataset, hsize_t n_rows, const std::string& name) {
-  const h5::Datatype memory_type = make_record_memory_type();
+std::vector<CellRecord> read_rows(hid_t dataset, hsize_t n_rows, std::int64_t version,
+                                  const std::string& name) {
+  const h5::Datatype memory_type = make_record_memory_type(version);
   const h5::Dataspace file_space = h5::adopt<h5::Kind::dataspace>(
       H5Dget_space(dataset), h5::Blame::input, name, "reading the dataspace of /records");
   std::vector<CellRecord> records;
@@ -132,7 +133,9 @@ ShardContents read_shard(const std::filesystem::path& file, ShardReadMode mode) 
                                    h5::Blame::input, name, "opening /records");
   const h5::Datatype file_type = h5::adopt<h5::Kind::datatype>(
       H5Dget_type(dataset.get()), h5::Blame::input, name, "reading the type of /records");
-  if (const std::string problem = describe_schema_mismatch(file_type.get()); !problem.empty()) {
+  const std::int64_t version = contents.provenance.schema_version;
+  if (const std::string problem = describe_schema_mismatch(file_type.get(), version);
+      !problem.empty()) {
     throw InputError(name + ": " + problem);
   }
   const h5::Dataspace space = h5::adopt<h5::Kind::dataspace>(
@@ -155,7 +158,7 @@ ShardContents read_shard(const std::filesystem::path& file, ShardReadMode mode) 
   } else {
     to_read = std::min<hsize_t>(rows, contents.n_records_attribute);
   }
-  contents.records = read_rows(dataset.get(), to_read, name);
+  contents.records = read_rows(dataset.get(), to_read, version, name);
   return contents;
 }
 

@@ -7,8 +7,8 @@
 #include <system_error>
 #include <utility>
 
+#include "base/errors.h"
 #include "suite/common/atomic_file.h"
-#include "suite/common/errors.h"
 #include "suite/common/utc_time.h"
 #include "suite/records/hdf5_attributes.h"
 #include "suite/records/record_schema.h"
@@ -94,7 +94,7 @@ void ShardWriter::initialise_new_file() {
                  create_props.get(), H5P_DEFAULT),
       h5::Blame::internal, temp_name_, "creating /records");
 
-  options_.provenance.schema_version = kProvenanceSchemaVersion;
+  options_.provenance.schema_version = static_cast<int>(kSchemaVersion);
   options_.provenance.t_open_utc = utc_now_iso8601();
   options_.provenance.t_close_utc.clear();
   write_provenance(file_.get(), options_.provenance, temp_name_);
@@ -120,7 +120,7 @@ ShardWriter::~ShardWriter() {
 void ShardWriter::append(const CellRecord& record) {
   if (!file_.valid()) throw InternalError(temp_name_ + ": append after the shard was closed");
   require_member(record.status, record, "status");
-  require_member(record.backend, record, "backend");
+  require_member(record.attention_backend, record, "attention_backend");
   require_member(record.protocol, record, "protocol");
   require_member(record.split, record, "split");
   require_member(record.budget_kind, record, "budget_kind");

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/records/shard_name.h"
 #include "suite/records/shard_reader.h"

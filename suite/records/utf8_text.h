@@ -3,6 +3,8 @@
 // Model outputs can end in the middle of a multi-byte character (generation stopped at a token that
 // holds half of one), so the shard writer stores make_valid_utf8(text): every byte that is not part
 // of a well-formed UTF-8 sequence, and every NUL byte, becomes U+FFFD. Valid text is unchanged.
+// The replacement is per byte, not per maximal subpart as in base/utf8.h's decode_utf8_lossy:
+// "\xE2\x82" (a cut euro sign) becomes two U+FFFD here and one there.
 #pragma once
 
 #include <string>

@@ -18,13 +18,13 @@ std::string AnalysisContext::label(Dim d, std::int64_t code) const {
     case Dim::model:
       return m.models[i].name;
     case Dim::backend:
-      return manifest::kBackends[i];
+      return manifest::kAttentionBackendNames[i];
     case Dim::benchmark:
       return m.benchmarks[i].name;
     case Dim::task:
       return frame.tasks[i].qualified;
     case Dim::protocol:
-      return manifest::kProtocols[i];
+      return manifest::kProtocolNames[i];
     case Dim::method:
       return code < 0 ? std::string("full") : m.methods[i].name;
     case Dim::budget:

@@ -13,7 +13,7 @@
 
 namespace kvaudit::reduce {
 
-// Indices into manifest::kProtocols and manifest::kBackends (both sorted by name).
+// Indices into manifest::kProtocolNames and manifest::kAttentionBackendNames (both sorted by name).
 inline constexpr std::uint8_t kQueryAgnostic = 0;
 inline constexpr std::uint8_t kQueryAware = 1;
 inline constexpr std::uint8_t kEager = 0;

@@ -1,7 +1,7 @@
 // Partner lookups for paired analyses (see cell_lookup.h).
 #include "suite/reduce/cell_lookup.h"
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::reduce {
 namespace {

@@ -6,18 +6,25 @@
 #include <map>
 #include <set>
 
-#include "methods/catalog.h"
-#include "suite/common/errors.h"
+#include "base/attention_backend.h"
+#include "base/errors.h"
+#include "base/protocol.h"
 #include "suite/manifest/number_format.h"
 
 namespace kvaudit::reduce {
 namespace {
 
-template <std::size_t N>
-std::uint8_t index_in(const char* const (&set)[N], const std::string& v) {
-  for (std::size_t i = 0; i < N; ++i)
-    if (v == set[i]) return static_cast<std::uint8_t>(i);
-  throw InternalError("unknown name " + v);
+// The budget kind of a block's candidates: what the study's cells of its method carry (the
+// expansion gives a threshold method threshold cells only, and the records the same budget_kind),
+// else the grid's ratio kind.
+manifest::BudgetKind candidate_kind(const StudyFrame& f, std::int16_t method,
+                                    const manifest::Grid& grid) {
+  for (const FrameCell& c : f.cells) {
+    if (c.method == method && f.budgets[c.budget].kind == manifest::BudgetKind::threshold)
+      return manifest::BudgetKind::threshold;
+  }
+  return *grid.ratio_kind == manifest::RatioKind::compression ? manifest::BudgetKind::compression
+                                                              : manifest::BudgetKind::retention;
 }
 
 std::uint16_t budget_index(const StudyFrame& f, manifest::BudgetKind kind, double value) {
@@ -60,17 +67,18 @@ Certification compute_certification(const AnalysisContext& ctx) {
     const manifest::Grid* grid = m.find_grid(block.grid);
     const manifest::MethodConfig* method_cfg = m.find_method(block.method);
     const auto method = static_cast<std::int16_t>(method_cfg - m.methods.data());
-    const std::uint8_t protocol = index_in(manifest::kProtocols, block.protocol);
-    const std::uint8_t backend = index_in(manifest::kBackends, block.backend);
+    const auto protocol_value = parse_protocol(block.protocol);
+    const auto backend_value = parse_attention_backend(block.backend);
+    if (!protocol_value || !backend_value) {
+      throw InternalError("certification block " + block.name +
+                          " names an unknown protocol or "
+                          "attention backend");
+    }
+    const auto protocol = static_cast<std::uint8_t>(*protocol_value);
+    const auto backend = *backend_value;
     const auto bench =
         static_cast<std::uint16_t>(m.find_benchmark(block.benchmark) - m.benchmarks.data());
-    const bool threshold =
-        methods::find_method(method_cfg->method)->axis == methods::BudgetAxis::threshold;
-    const manifest::BudgetKind kind = threshold
-                                          ? manifest::BudgetKind::threshold
-                                          : (*grid->ratio_kind == manifest::RatioKind::compression
-                                                 ? manifest::BudgetKind::compression
-                                                 : manifest::BudgetKind::retention);
+    const manifest::BudgetKind kind = candidate_kind(f, method, *grid);
     std::vector<std::uint16_t> budgets;
     for (double v : block.candidates) budgets.push_back(budget_index(f, kind, v));
     const std::uint16_t none = budget_index(f, manifest::BudgetKind::none, 0.0);
@@ -96,7 +104,7 @@ Certification compute_certification(const AnalysisContext& ctx) {
       const auto& units = ctx.frame.study->expansion.units;
       for (std::uint32_t ui = 0; ui < units.size(); ++ui) {
         const auto& u = units[ui];
-        if (u.model != model || u.benchmark != bench || u.backend != backend) continue;
+        if (u.model != model || u.benchmark != bench || u.attention_backend != backend) continue;
         if (u.split == manifest::Split::none) continue;
         const auto full = ctx.lookup.cell(ui, -1, none, protocol);
         if (!full) continue;
@@ -154,7 +162,9 @@ Certification compute_certification(const AnalysisContext& ctx) {
       for (const auto& rq : calibration) add_request(rq, true);
       for (const auto& rq : test) add_request(rq, false);
 
-      run.retention_source = threshold ? "realised (mean kept_bytes/full_bytes)" : "declared";
+      run.retention_source = kind == manifest::BudgetKind::threshold
+                                 ? "realised (mean kept_bytes/full_bytes)"
+                                 : "declared";
       for (std::size_t j = 0; j < block.candidates.size(); ++j) {
         const double v = block.candidates[j];
         if (kind == manifest::BudgetKind::retention)

@@ -59,8 +59,8 @@ std::vector<Table> coverage_tables(const StudyFrame& frame, const Coverage& cov)
     for (const auto& [key, counts] : cov.by_group) {
       const auto& [model, backend, benchmark, protocol, method] = key;
       t.rows.push_back(
-          {m.models[model].name, std::string(manifest::kBackends[backend]),
-           m.benchmarks[benchmark].name, std::string(manifest::kProtocols[protocol]),
+          {m.models[model].name, std::string(manifest::kAttentionBackendNames[backend]),
+           m.benchmarks[benchmark].name, std::string(manifest::kProtocolNames[protocol]),
            method < 0 ? std::string("full") : m.methods[static_cast<std::size_t>(method)].name,
            counts.expected, counts.ok, counts.excluded, counts.failed, counts.missing,
            counts.missing + counts.failed > 0});

@@ -70,7 +70,7 @@ std::vector<Table> exclusion_tables(const StudyFrame& frame) {
     for (const auto& [key, n] : counts) {
       const auto& [model, backend, task, reason] = key;
       const TaskInfo& ti = frame.tasks[task];
-      t.rows.push_back({m.models[model].name, std::string(manifest::kBackends[backend]),
+      t.rows.push_back({m.models[model].name, std::string(manifest::kAttentionBackendNames[backend]),
                         m.benchmarks[ti.benchmark].name, ti.name,
                         static_cast<std::int64_t>(n.units.size()), ti.instances, n.cells, reason});
     }
@@ -105,8 +105,8 @@ std::vector<Table> exclusion_tables(const StudyFrame& frame) {
     for (const auto& [key, n] : counts) {
       const auto& [status, model, backend, benchmark, protocol, method] = key;
       t.rows.push_back(
-          {status, m.models[model].name, std::string(manifest::kBackends[backend]),
-           m.benchmarks[benchmark].name, std::string(manifest::kProtocols[protocol]),
+          {status, m.models[model].name, std::string(manifest::kAttentionBackendNames[backend]),
+           m.benchmarks[benchmark].name, std::string(manifest::kProtocolNames[protocol]),
            method < 0 ? std::string("full") : m.methods[static_cast<std::size_t>(method)].name,
            n.cells, n.example});
     }

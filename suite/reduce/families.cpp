@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <climits>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/reduce/table.h"
 
 namespace kvaudit::reduce {

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/reduce/gnuplot_runner.h"
 
 namespace kvaudit::reduce {

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "statistics/certification.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/number_format.h"
 

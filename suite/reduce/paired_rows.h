@@ -9,7 +9,7 @@
 // the marginal level 1 − α and at the family level 1 − α/m (Bonferroni over the row's family).
 // Tests (one-sided, H1: Δ > 0): the bootstrap p = (1 + #{Δ* ≤ 0}) / (B + 1); for small samples of
 // 0/1 utilities (n < 50 instances, one pair each) the exact McNemar test instead
-// (statistics/mcnemar.h), as ../shared/reference/statistics.md §4.1 recommends. A row is
+// (statistics/mcnemar.h), as docs/design/statistics.md §Small samples recommends. A row is
 // significant when its test's p ≤ α/m. The other side (H1: Δ < 0) is tested the same way, with
 // (1 + #{Δ* ≥ 0}) / (B + 1) or McNemar's lower tail. Two-sided bootstrap p:
 // min(1, 2·min(1 + #{Δ* ≤ 0}, 1 + #{Δ* ≥ 0}) / (B + 1)).

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "suite/common/build_info.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/utc_time.h"
 #include "suite/reduce/analysis_context.h"
 #include "suite/reduce/cell_lookup.h"

@@ -11,7 +11,7 @@
 #include <system_error>
 
 #include "suite/common/atomic_file.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::reduce {
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/reduce/markdown_table.h"
 
 namespace kvaudit::reduce {

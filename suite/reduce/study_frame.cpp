@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/manifest/number_format.h"
 
@@ -56,13 +56,13 @@ std::string StudyFrame::model_name(const FrameCell& c) const {
   return manifest().models[c.model].name;
 }
 std::string StudyFrame::backend_name(const FrameCell& c) const {
-  return manifest::kBackends[c.backend];
+  return std::string(attention_backend_name(static_cast<AttentionBackend>(c.backend)));
 }
 std::string StudyFrame::benchmark_name(const FrameCell& c) const {
   return manifest().benchmarks[c.benchmark].name;
 }
 std::string StudyFrame::protocol_name(const FrameCell& c) const {
-  return manifest::kProtocols[c.protocol];
+  return std::string(kvaudit::protocol_name(static_cast<Protocol>(c.protocol)));
 }
 std::string StudyFrame::method_name(const FrameCell& c) const {
   return c.method < 0 ? "full" : manifest().methods[static_cast<std::size_t>(c.method)].name;
@@ -168,10 +168,10 @@ StudyFrame build_frame(const LoadedStudy& study) {
     fc.cell_id = c.id;
     fc.unit = c.unit;
     fc.model = u.model;
-    fc.backend = u.backend;
+    fc.backend = static_cast<std::uint8_t>(u.attention_backend);
     fc.benchmark = u.benchmark;
     fc.task = task_offset[u.benchmark] + u.task;
-    fc.protocol = c.protocol;
+    fc.protocol = static_cast<std::uint8_t>(c.protocol);
     fc.method = c.method;
     fc.budget = budget_index.at({static_cast<int>(c.budget_kind), c.budget});
     fc.instance = u.instance;
@@ -193,9 +193,9 @@ StudyFrame build_frame(const LoadedStudy& study) {
       contradiction(study, r.cell_id, "model", r.model, f.model_name(fc));
     if (r.task != f.tasks[fc.task].name)
       contradiction(study, r.cell_id, "task", r.task, f.tasks[fc.task].name);
-    if (records::enum_name(r.backend) != f.backend_name(fc))
-      contradiction(study, r.cell_id, "backend", std::string(records::enum_name(r.backend)),
-                    f.backend_name(fc));
+    if (records::enum_name(r.attention_backend) != f.backend_name(fc))
+      contradiction(study, r.cell_id, "attention_backend",
+                    std::string(records::enum_name(r.attention_backend)), f.backend_name(fc));
     if (records::enum_name(r.protocol) != f.protocol_name(fc))
       contradiction(study, r.cell_id, "protocol", std::string(records::enum_name(r.protocol)),
                     f.protocol_name(fc));

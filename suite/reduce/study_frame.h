@@ -49,10 +49,10 @@ struct FrameCell {
   std::uint64_t cell_id = 0;
   std::uint32_t unit = 0;  // index into Expansion::units
   std::uint16_t model = 0;
-  std::uint8_t backend = 0;  // index into manifest::kBackends
+  std::uint8_t backend = 0;  // the attention backend's AttentionBackend value (base/)
   std::uint16_t benchmark = 0;
   std::uint32_t task = 0;     // global task id (index into StudyFrame::tasks)
-  std::uint8_t protocol = 0;  // index into manifest::kProtocols
+  std::uint8_t protocol = 0;  // the Protocol value (base/protocol.h)
   std::int16_t method = -1;   // index into Manifest::methods; -1 = full KV
   std::uint16_t budget = 0;   // index into StudyFrame::budgets
   std::int64_t instance = 0;

@@ -1,7 +1,7 @@
 // Loading a study for reduction (see study_loader.h).
 #include "suite/reduce/study_loader.h"
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/manifest_parser.h"
 #include "suite/manifest/prereg.h"

@@ -26,11 +26,8 @@ records::CellRecord cell_identity_record(const manifest::Manifest& manifest,
     r.method_id = config.method;
     r.params_digest = manifest::params_digest(manifest::canonical_method(manifest, config));
   }
-  r.backend = std::string(manifest::kBackends[unit.backend]) == "sdpa" ? records::Backend::sdpa
-                                                                       : records::Backend::eager;
-  r.protocol = std::string(manifest::kProtocols[cell.protocol]) == "query-agnostic"
-                   ? records::Protocol::query_agnostic
-                   : records::Protocol::query_aware;
+  r.attention_backend = unit.attention_backend;
+  r.protocol = cell.protocol;
   r.split = static_cast<records::Split>(unit.split);
   r.budget_kind = static_cast<records::BudgetKind>(cell.budget_kind);
   switch (cell.budget_kind) {

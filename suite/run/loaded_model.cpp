@@ -3,9 +3,10 @@
 
 #include <algorithm>
 
+#include "base/errors.h"
 #include "runners/model/formats/bf16_cast.h"
 #include "runners/model/formats/load_weights.h"
-#include "suite/common/errors.h"
+#include "suite/run/cuda_engine.h"
 
 namespace kvaudit::run {
 
@@ -49,8 +50,8 @@ LoadedModel::LoadedModel(const manifest::Manifest& manifest, std::size_t model_i
   const auto path = manifest.resolve(m.path);
   chat_template_ = manifest_chat_template(m);
   if (m.dtype == "f16") {
-    throw InputError("models." + m.name + ".dtype: f16 is not supported by the CPU backend " +
-                     "(it emulates bf16 or computes in f32); use bf16 or f32");
+    throw InputError("models." + m.name + ".dtype: f16 is not supported (the engines emulate " +
+                     "bf16 or compute in f32); use bf16 or f32");
   }
   weights_ = model::load_model_weights(path);
   if (m.dtype == "bf16") {
@@ -74,21 +75,16 @@ std::size_t LoadedModel::kv_bytes_per_element() const {
   return weights_.config.dtype == model::ComputeDtype::bf16 ? 2 : 4;
 }
 
-const cpu::CpuModel& LoadedModel::backend(std::string_view name) {
-  cpu::AttentionBackend kind;
-  std::size_t slot;
-  if (name == "eager") {
-    kind = cpu::AttentionBackend::eager;
-    slot = 0;
-  } else if (name == "sdpa") {
-    kind = cpu::AttentionBackend::sdpa;
-    slot = 1;
-  } else {
-    throw InputError("unknown attention backend '" + std::string(name) +
-                     "' (expected eager or sdpa)");
+unit::InferenceEngine& LoadedModel::engine(Device device, AttentionBackend backend) {
+  auto& slot = engines_[static_cast<std::size_t>(device)][static_cast<std::size_t>(backend)];
+  if (!slot) {
+    if (device == Device::cuda) {
+      slot = make_cuda_engine(weights_, backend);
+    } else {
+      slot = std::make_unique<cpu::CpuModel>(weights_, backend);
+    }
   }
-  if (!backends_[slot]) backends_[slot] = std::make_unique<cpu::CpuModel>(weights_, kind);
-  return *backends_[slot];
+  return *slot;
 }
 
 }  // namespace kvaudit::run

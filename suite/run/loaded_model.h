@@ -1,12 +1,14 @@
 // LoadedModel: one manifest model made ready for units — its weights cast to the manifest's compute
 // dtype, its tokenizer, its chat template (the manifest names the family), the ids that end an
-// answer, and one CpuModel per attention backend (built on first use).
+// answer, and one inference engine per (device, attention backend), built on first use: a
+// cpu::CpuModel, or a CUDA engine on the current GPU (cuda_engine.h). Engines live as long as the
+// LoadedModel, so one model's weights are on the GPU at a time.
 //
 // Compute dtype (docs/MANIFEST.md `dtype`): weights are held as f32 values; `bf16` rounds every
 // tensor to bf16 (what transformers does with torch_dtype=bfloat16, and what a GGUF's quantized
-// weights become when dequantized "to bf16") and switches the CPU backend to its bf16 rounding
-// points; `f32` computes in f32 (a bf16 checkpoint's values are exact in f32). The CPU backend has
-// no f16 numerics, so `f16` is refused with an error naming the model.
+// weights become when dequantized "to bf16") and switches the engines to their bf16 rounding
+// points; `f32` computes in f32 (a bf16 checkpoint's values are exact in f32; the CPU backend
+// only). No engine has f16 numerics, so `f16` is refused with an error naming the model.
 //
 // Stop ids: the model's EOS ids (config / generation_config and the tokenizer's EOS, EOT, EOM ids)
 // plus the chat template's end-of-turn token when the tokenizer has it (<|im_end|> for chatml and
@@ -21,10 +23,13 @@
 #include <string_view>
 #include <vector>
 
+#include "base/attention_backend.h"
+#include "base/device.h"
 #include "runners/cpu/cpu_model.h"
 #include "runners/model/chat/chat_template.h"
 #include "runners/model/model_weights.h"
 #include "runners/model/tokenizer/tokenizer.h"
+#include "runners/unit/inference_engine.h"
 #include "suite/manifest/manifest.h"
 
 namespace kvaudit::run {
@@ -53,8 +58,9 @@ class LoadedModel {
   const std::vector<std::int32_t>& stop_ids() const { return stop_ids_; }
   // Bytes one K or V element takes at the compute dtype (2 for bf16, 4 for f32).
   std::size_t kv_bytes_per_element() const;
-  // The CPU model of `backend` ("eager" | "sdpa"), built on first use.
-  const cpu::CpuModel& backend(std::string_view backend);
+  // The engine of `device` and `backend`, built on first use. The CUDA engine needs a bf16 model
+  // and a kvaudit built with CUDA (std::invalid_argument / std::logic_error otherwise).
+  unit::InferenceEngine& engine(Device device, AttentionBackend backend);
 
  private:
   std::size_t index_;
@@ -63,7 +69,8 @@ class LoadedModel {
   model::ChatTemplateKind chat_template_ = model::ChatTemplateKind::none;
   std::string bos_text_;
   std::vector<std::int32_t> stop_ids_;
-  std::array<std::unique_ptr<cpu::CpuModel>, 2> backends_;  // eager, sdpa
+  // [device][attention backend], indexed by the enums' values.
+  std::array<std::array<std::unique_ptr<unit::InferenceEngine>, 2>, 2> engines_;
 };
 
 }  // namespace kvaudit::run

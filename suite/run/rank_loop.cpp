@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/utc_time.h"
 #include "suite/run/cell_identity.h"
 #include "suite/run/progress.h"

@@ -1,6 +1,7 @@
 // Resume: which cells of a study are already done, and what remains.
 //
-// Policy (docs/RECORDS.md "Resume policy", reference/hpc.md §1.3 and §2.5):
+// Policy (docs/RECORDS.md "Resume policy", docs/design/hpc.md §Resume and §HDF5 crash
+// consistency):
 //   * A cell is done when a *published* shard of this study (part-*.h5 carrying the locked
 //     manifest SHA-256) holds its record, whatever the record's status: failed cells (oom, error)
 //     and excluded cells are records too and are not retried.

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::run {
 

@@ -1,14 +1,16 @@
 // Static, cost-aware sharding of units over ranks: longest-processing-time (LPT) assignment.
 //
 // Every rank computes the same assignment from the same inputs (the remaining work items and the
-// world size); no communication is needed (reference/hpc.md §1.2). Algorithm (Graham 1969, LPT):
+// world size); no communication is needed (docs/design/hpc.md §Static sharding). Algorithm (Graham
+// 1969, LPT):
 //   1. sort the items by estimated cost, descending; ties broken by unit id, ascending;
 //   2. give each item, in that order, to the rank with the least assigned cost so far (ties: the
 //      lowest rank).
 // The makespan is at most (4/3 − 1/(3m)) × optimal for m ranks. Each rank then runs its items in
 // the order they were assigned, i.e. longest first, so out-of-memory failures show up early
 // (lm-evaluation-harness does the same). The assignment changes with the rank count; the records
-// do not, because a cell's result depends only on the cell (BRIEF §2).
+// do not, because a cell's result depends only on the cell (docs/design/protocols.md §Units and
+// cells).
 #pragma once
 
 #include <cstddef>

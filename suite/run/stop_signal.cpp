@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::run {
 namespace {

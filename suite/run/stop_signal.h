@@ -3,7 +3,8 @@
 //
 // The handler only stores the signal number in a lock-free std::atomic<int> (async-signal-safe:
 // no allocation, no locks, no I/O). A second signal of either kind keeps the first number. The
-// contract of `kvaudit run` on a stop request (reference/hpc.md §3.3): take no further unit,
+// contract of `kvaudit run` on a stop request (docs/design/hpc.md §Graceful stop): take no further
+// unit,
 // flush, publish the shard, exit 3 ("incomplete") if cells remain.
 #pragma once
 

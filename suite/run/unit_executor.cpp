@@ -13,9 +13,10 @@
 #include "methods/method_factory.h"
 #include "runners/unit/unit_runner.h"
 #include "suite/benchmarks/metrics/task_scoring.h"
+#include "suite/manifest/method_configs.h"
 #include "suite/run/cell_identity.h"
+#include "suite/run/cuda_engine.h"
 #include "suite/run/generation_tokenizer.h"
-#include "suite/run/gpu_unit_backend.h"
 #include "suite/run/loaded_model.h"
 #include "suite/run/unit_instance.h"
 
@@ -57,32 +58,31 @@ struct UnitExecutor::Impl {
   // One model at a time (a rank's units are grouped by model; holding several large models would
   // exhaust memory), with its benchmark instance sources; failures are remembered per model.
   std::unique_ptr<LoadedModel> model;
-  // The CUDA backend when options.use_gpu (null otherwise, and in builds without CUDA).
-  std::unique_ptr<GpuUnitBackend> gpu;
   std::map<std::size_t, std::unique_ptr<BenchmarkInstances>> instances;
   std::map<std::size_t, std::string> model_errors;
 
   Impl(const manifest::Manifest& m, const manifest::Expansion& e, UnitExecutorOptions o)
       : manifest(m), expansion(e), options(o) {
-    for (const manifest::MethodConfig& c : m.methods) {
-      configs.push_back({.name = c.name, .id = c.method, .variant = c.variant, .params = c.params});
-    }
+    configs = manifest::method_configs(m);
     built.resize(configs.size());
     build_errors.resize(configs.size());
     attempted.resize(configs.size(), false);
-    if (options.use_gpu) gpu = make_gpu_unit_backend();
+  }
+
+  // The device of a model's units: the GPU when one is used, this kvaudit has the CUDA backend and
+  // the model computes in bf16 (the CUDA backend's only numerics); otherwise the CPU backend.
+  Device device_for(const LoadedModel& m) const {
+    return options.use_gpu && cuda_engine_built() &&
+                   m.weights().config.dtype == model::ComputeDtype::bf16
+               ? Device::cuda
+               : Device::cpu;
   }
 
   // The method of config `index`, or nullptr with build_errors[index] set.
   const methods::Method* method(std::size_t index) {
     if (!attempted[index]) {
       attempted[index] = true;
-      const methods::ConfigResolver resolve = [this](const std::string& name) {
-        const auto it =
-            std::find_if(configs.begin(), configs.end(),
-                         [&](const methods::MethodConfig& c) { return c.name == name; });
-        return it == configs.end() ? nullptr : &*it;
-      };
+      const methods::ConfigResolver resolve = manifest::config_resolver(configs);
       try {
         built[index] = methods::make_method(configs[index], resolve);
       } catch (const std::exception& e) {
@@ -181,8 +181,7 @@ struct UnitExecutor::Impl {
 
     // One CellSpec per runnable cell; a method that cannot be built fails its cells only.
     std::vector<unit::CellSpec> specs;
-    std::vector<const methods::MethodConfig*> spec_configs;  // the GPU scorers read them
-    std::vector<std::size_t> spec_of;                        // specs[k] belongs to out[spec_of[k]]
+    std::vector<std::size_t> spec_of;  // specs[k] belongs to out[spec_of[k]]
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const manifest::Cell& cell = *cells[i];
       unit::CellSpec spec;
@@ -197,13 +196,9 @@ struct UnitExecutor::Impl {
         }
       }
       spec.budget = budget_of(cell);
-      spec.protocol = std::string_view(manifest::kProtocols[cell.protocol]) == "query-aware"
-                          ? unit::Protocol::query_aware
-                          : unit::Protocol::query_agnostic;
+      spec.protocol = cell.protocol;
       spec.cell_key = cell.id;
       specs.push_back(spec);
-      spec_configs.push_back(cell.method >= 0 ? &configs[static_cast<std::size_t>(cell.method)]
-                                              : nullptr);
       spec_of.push_back(i);
     }
     if (specs.empty()) return;
@@ -213,14 +208,10 @@ struct UnitExecutor::Impl {
     run_options.decode.stop_token_ids = m.stop_ids();
     run_options.seed = manifest.study.seed;
     run_options.max_batch_cells = options.max_batch_cells;
-    // On the GPU when one is used and the model computes in bf16 (the CUDA backend's only
-    // numerics); otherwise on the CPU reference backend.
-    const bool on_gpu = gpu && m.weights().config.dtype == model::ComputeDtype::bf16;
+    // The one fan-out, on the engine of the unit's device and attention backend.
     const unit::UnitResult result =
-        on_gpu ? gpu->run(m, manifest::kBackends[unit.backend], instance.tokens, specs,
-                          spec_configs, run_options)
-               : unit::run_unit(m.backend(manifest::kBackends[unit.backend]), m.weights(),
-                                instance.tokens, specs, run_options);
+        unit::run_unit(m.engine(device_for(m), unit.attention_backend), m.weights(),
+                       instance.tokens, specs, run_options);
 
     const double prefill_ms = result.timings.prefill_seconds * 1e3;
     const double decode_ms = (result.timings.feed_seconds + result.timings.decode_seconds) * 1e3;
@@ -275,14 +266,12 @@ std::vector<records::CellRecord> UnitExecutor::execute(
   const manifest::Manifest& m = impl_->manifest;
   const auto& units = impl_->expansion.units;
   if (unit.model >= m.models.size() || unit.benchmark >= m.benchmarks.size() ||
-      unit.task >= m.benchmarks[unit.benchmark].tasks.size() ||
-      unit.backend >= std::size(manifest::kBackends)) {
+      unit.task >= m.benchmarks[unit.benchmark].tasks.size()) {
     throw std::invalid_argument("UnitExecutor::execute: unit " + std::to_string(unit.id) +
                                 " does not belong to this manifest");
   }
   for (const manifest::Cell* cell : cells) {
     if (cell == nullptr || cell->unit >= units.size() || units[cell->unit].id != unit.id ||
-        cell->protocol >= std::size(manifest::kProtocols) ||
         (cell->method >= 0 && static_cast<std::size_t>(cell->method) >= m.methods.size())) {
       throw std::invalid_argument("UnitExecutor::execute: a cell does not belong to unit " +
                                   std::to_string(unit.id));

@@ -4,24 +4,25 @@
 //
 // For a unit it:
 //   1. loads the manifest's model (loaded_model.h: weights at the manifest's dtype, tokenizer, the
-//      named chat template, stop ids = EOS ids + the template's end-of-turn token) and builds the
-//      CpuModel of the unit's backend. One model is held at a time (a rank should run its units
-//      grouped by model); a model that fails to load is remembered and fails its later units
-//      without another attempt;
+//      named chat template, stop ids = EOS ids + the template's end-of-turn token) and its engine
+//      for the unit's attention backend on the unit's device: the CUDA backend on the current GPU
+//      with options.use_gpu and a bf16 model, the CPU backend otherwise. One model is held at a
+//      time (a rank should run its units grouped by model); a model that fails to load is
+//      remembered and fails its later units without another attempt;
 //   2. builds the benchmark instance with the evaluated model's tokenizer and chat template
 //      (unit_instance.h): RULER generated natively (seeded by the study seed, task, length,
 //      index; sized with the benchmark's generation_tokenizer when set), LongBench read from its
 //      JSONL with middle truncation to the benchmark's length;
 //   3. runs the tokenizer check (excluded instance → every cell gets status `excluded` and the
 //      reason in `error`; token counts are still filled);
-//   4. tokenizes context | question | suffix separately (the kvpress split; BRIEF §2) and builds
-//      one unit::CellSpec per cell (methods from methods/method_factory.h, built once per config;
-//      retention r → compression 1 − r; thresholds for threshold methods; full-KV cells have no
-//      method);
-//   5. runs the fan-out route (unit::run_unit on the CPU, or cuda::run_unit_cuda on the current
-//      GPU with options.use_gpu and a bf16 model: gpu_unit_backend.h; max_new_tokens = the instance's budget), decodes
-//      each answer without its final stop id (skip_special_tokens, as kvpress), scores it with
-//      the task's metric (suite/benchmarks/metrics/task_scoring.h) and fills the records.
+//   4. tokenizes context | question | suffix separately (the kvpress split;
+//      docs/design/protocols.md) and builds one unit::CellSpec per cell (methods from
+//      methods/method_factory.h, built once per config; retention r → compression 1 − r;
+//      thresholds for threshold methods; full-KV cells have no method);
+//   5. runs the fan-out (unit::run_unit, the same code on either device; max_new_tokens = the
+//      instance's budget), decodes each answer without its final stop id (skip_special_tokens,
+//      as kvpress), scores it with the task's metric (suite/benchmarks/metrics/task_scoring.h)
+//      and fills the records.
 // Record fields: compression and retention are both set for ratio cells (NaN otherwise),
 // threshold for threshold cells; kept_tokens = KV entries kept over layers and heads; full_bytes =
 // the boundary's entries × 2 × head_dim × (2 bytes bf16 | 4 bytes f32); realised_retention =

@@ -5,10 +5,10 @@
 #include <span>
 #include <utility>
 
+#include "base/errors.h"
 #include "suite/benchmarks/longbench/longbench_instance.h"
 #include "suite/benchmarks/longbench/longbench_task.h"
 #include "suite/benchmarks/tokenizer_check.h"
-#include "suite/common/errors.h"
 
 namespace kvaudit::run {
 

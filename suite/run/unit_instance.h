@@ -1,5 +1,6 @@
 // The benchmark instance of one unit, built with the EVALUATED model's tokenizer and chat template
-// and tokenized as the unit runner feeds it (BRIEF §2, §6):
+// and tokenized as the unit runner feeds it (docs/design/protocols.md §Separate tokenization;
+// docs/design/benchmarks.md §Tokenizer check):
 //
 //  * RULER: generated natively by suite/benchmarks/ruler (seed = the study seed, nominal length =
 //    the benchmark's `length`, essay / SQuAD / HotpotQA paths from the manifest), fitted with the

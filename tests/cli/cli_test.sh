@@ -47,7 +47,7 @@ check "huge grid message" contains "$work/err.txt" "cells, more than one study m
 audit="$src/manifests/query-visibility-audit.toml"
 check "audit plan exits 1 (missing paths)" expect_rc 1 "$kv" plan "$audit" --output-dir "$work/audit-out"
 check "audit RULER formula" contains "$work/out.txt" "cells per unit = (9 methods x 4 compression ratios + 1 full-KV) x 2 protocols = 74"
-check "audit RULER count" contains "$work/out.txt" "cells = 3,900 x 74 = 288,600  (per backend: 650 x 3 models x 74 = 144,300)"
+check "audit RULER count" contains "$work/out.txt" "cells = 3,900 x 74 = 288,600  (per attention backend: 650 x 3 models x 74 = 144,300)"
 check "audit total" contains "$work/out.txt" "8,700 units, 643,800 cells"
 check "audit missing path" contains "$work/err.txt" "models.llama-3.1-8b-instruct.path: model 'llama-3.1-8b-instruct': /path/to/Llama-3.1-8B-Instruct does not exist"
 check "audit nothing written" test ! -e "$work/audit-out"
@@ -76,11 +76,11 @@ check "reduce says nothing ran" contains "$work/err.txt" "no shards directory"
 check "run with an unreadable model records every cell" expect_rc 0 "$kv" run "$qs/manifests/quickstart.toml"
 check "run summary counts the failed cells" contains "$work/err.txt" "(ok 0, oom 0, error 880, excluded 0, abandoned 0); 880 of 880 cells recorded in all"
 check "rerun has nothing left to do" expect_rc 0 "$kv" run "$qs/manifests/quickstart.toml"
-check "rerun says which device the rank uses" contains "$work/err.txt" "kvaudit run [rank 0]: CPU backend (no GPU: "
+check "rerun says which device the rank uses" contains "$work/err.txt" "kvaudit run [rank 0]: device cpu (no GPU: "
 check "run --device bogus refused" expect_rc 1 "$kv" run "$qs/manifests/quickstart.toml" --device bogus
 check "run --device names the choices" contains "$work/err.txt" "--device: 'bogus' is not one of auto, cpu, cuda"
 check "run --device cpu" expect_rc 0 "$kv" run "$qs/manifests/quickstart.toml" --device cpu
-check "run --device cpu says so" contains "$work/err.txt" "CPU backend (--device cpu)"
+check "run --device cpu says so" contains "$work/err.txt" "device cpu (--device cpu)"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   echo "skip: 'run --device cuda without a GPU' (this machine has a GPU)"
 else

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runners/cpu/rope.h"
+#include "runners/model/rope_tables.h"
 #include "runners/model/model_error.h"
 #include "tests/cpu_runtime/compare.h"
 #include "tests/cpu_runtime/random_model.h"
@@ -66,7 +67,7 @@ TEST(CpuModelTest, PrefillLogitsMatchTheDoubleReference) {
     const std::vector<std::int32_t> tokens = random_tokens(70, c.spec.vocab_size, 11);
     const auto reference = testing::reference_logits(weights, tokens);
     for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-      const CpuModel model(weights, backend, {.eager_query_chunk = 16, .sdpa_key_block = 8});
+      CpuModel model(weights, backend, {.eager_query_chunk = 16, .sdpa_key_block = 8});
       SequenceState state = model.new_sequence();
       const LogitMatrix logits = model.prefill(state, tokens, LogitRows::all);
       ASSERT_EQ(logits.rows, 70);
@@ -83,7 +84,7 @@ TEST(CpuModelTest, SplitPrefillEqualsWholePrefill) {
   const std::vector<std::int32_t> tokens = random_tokens(45, spec.vocab_size, 12);
   const std::span<const std::int32_t> all(tokens);
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-    const CpuModel model(weights, backend);
+    CpuModel model(weights, backend);
     SequenceState whole = model.new_sequence();
     const LogitMatrix whole_logits = model.prefill(whole, all, LogitRows::all);
     SequenceState split = model.new_sequence();
@@ -109,7 +110,7 @@ TEST(CpuModelTest, PrefillThenDecodeEqualsTheLongerPrefill) {
   const std::vector<std::int32_t> tokens = random_tokens(33, spec.vocab_size, 13);
   const std::span<const std::int32_t> all(tokens);
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-    const CpuModel model(weights, backend);
+    CpuModel model(weights, backend);
     SequenceState full = model.new_sequence();
     const LogitMatrix last = model.prefill(full, all, LogitRows::last);
     ASSERT_EQ(last.rows, 1);
@@ -129,7 +130,7 @@ TEST(CpuModelTest, BatchedDecodeAndPrefillEqualOneByOne) {
   spec.attention_bias = true;
   const model::ModelWeights weights = make_random_model(spec);
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-    const CpuModel model(weights, backend);
+    CpuModel model(weights, backend);
     std::vector<SequenceState> batched, single;
     for (int i = 0; i < 4; ++i) {
       const std::vector<std::int32_t> prompt = random_tokens(10 + 7 * i, spec.vocab_size, 20 + i);
@@ -177,7 +178,7 @@ TEST(CpuModelTest, LogitsDoNotDependOnTheThreadCount) {
   const std::vector<std::int32_t> tokens = random_tokens(150, spec.vocab_size, 19);
   const int saved = omp_get_max_threads();
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-    const CpuModel model(weights, backend);
+    CpuModel model(weights, backend);
     std::vector<std::vector<float>> results;
     for (int threads : {1, 2, 3}) {
       omp_set_num_threads(threads);
@@ -198,7 +199,7 @@ TEST(CpuModelTest, Bf16ModeRoundsLogitsAndStaysCloseToTheReference) {
   const auto reference = testing::reference_logits(weights, tokens);
   std::vector<LogitMatrix> results;
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-    const CpuModel model(weights, backend);
+    CpuModel model(weights, backend);
     EXPECT_EQ(model.rounding(), Rounding::bf16);
     SequenceState state = model.new_sequence();
     results.push_back(model.prefill(state, tokens, LogitRows::all));
@@ -239,7 +240,7 @@ class RecordingObserver : public PrefillObserver {
 TEST(CpuModelTest, ObserverSeesEachLayersQueriesKeysAndValues) {
   const RandomModelSpec spec;
   const model::ModelWeights weights = make_random_model(spec);
-  const CpuModel model(weights, AttentionBackend::sdpa);
+  CpuModel model(weights, AttentionBackend::sdpa);
   const std::vector<std::int32_t> context = random_tokens(12, spec.vocab_size, 15);
   const std::vector<std::int32_t> question = random_tokens(5, spec.vocab_size, 16);
   SequenceState state = model.new_sequence();
@@ -258,7 +259,7 @@ TEST(CpuModelTest, ObserverSeesEachLayersQueriesKeysAndValues) {
     // Rotating the pre-RoPE queries gives the post-RoPE ones.
     std::vector<float> rotated = with.pre_rope[layer];
     std::vector<float> cos(5 * d), sin(5 * d);
-    rope_cos_sin(model.rope_inv_freq(), with.positions, Rounding::none, cos, sin);
+    model::rope_cos_sin(model.rope_inv_freq(), with.positions, Rounding::none, cos, sin);
     apply_rope(rotated, heads, d, cos, sin, Rounding::none);
     EXPECT_EQ(rotated, with.queries[layer]);
     EXPECT_NE(with.pre_rope[layer], with.queries[layer]);
@@ -285,7 +286,7 @@ class ThrowingObserver : public PrefillObserver {
 TEST(CpuModelTest, AFailedPrefillLeavesTheStateUnchanged) {
   const RandomModelSpec spec;
   const model::ModelWeights weights = make_random_model(spec);
-  const CpuModel model(weights, AttentionBackend::eager);
+  CpuModel model(weights, AttentionBackend::eager);
   const std::vector<std::int32_t> context = random_tokens(10, spec.vocab_size, 17);
   const std::vector<std::int32_t> more = random_tokens(4, spec.vocab_size, 18);
   SequenceState state = model.new_sequence();
@@ -315,7 +316,7 @@ TEST(CpuModelTest, RejectsInconsistentWeightsNamingSourceAndTensor) {
   model::ModelWeights weights = make_random_model(RandomModelSpec{});
   weights.layers[1].k_proj.pop_back();
   try {
-    const CpuModel model(weights, AttentionBackend::eager);
+    CpuModel model(weights, AttentionBackend::eager);
     FAIL() << "expected ModelInputError";
   } catch (const model::ModelInputError& e) {
     const std::string message = e.what();

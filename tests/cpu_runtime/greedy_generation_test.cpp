@@ -1,8 +1,11 @@
 // Tests of greedy generation: torch.argmax tie/NaN rules, eos handling (eos included, as in HF
 // generate), max_new_tokens, equivalence with a hand-written decode loop, batched == individual.
-#include "runners/cpu/greedy_generation.h"
+#include "runners/unit/greedy_decoding.h"
 
 #include <gtest/gtest.h>
+
+#include "base/argmax.h"
+#include "runners/cpu/cpu_model.h"
 
 #include <cmath>
 #include <cstdint>
@@ -15,6 +18,9 @@
 namespace kvaudit::cpu {
 namespace {
 
+using unit::generate_greedy;
+using unit::generate_greedy_batch;
+using unit::GreedyOutput;
 using testing::make_random_model;
 using testing::random_tokens;
 using testing::RandomModelSpec;
@@ -30,7 +36,7 @@ TEST(ArgmaxTokenTest, TiesGoToTheLowestIdAndNanWins) {
 }
 
 // A hand-written greedy loop over prefill/decode_step, the definition generate_greedy must match.
-std::vector<std::int32_t> manual_greedy(const CpuModel& model, std::span<const std::int32_t> prompt,
+std::vector<std::int32_t> manual_greedy(CpuModel& model, std::span<const std::int32_t> prompt,
                                         int max_new, const std::vector<std::int32_t>& eos) {
   SequenceState state = model.new_sequence();
   LogitMatrix logits = model.prefill(state, prompt, LogitRows::last);
@@ -50,7 +56,7 @@ std::vector<std::int32_t> manual_greedy(const CpuModel& model, std::span<const s
 TEST(GreedyGenerationTest, MatchesAHandWrittenLoopAndStopsOnEosIncludingIt) {
   const RandomModelSpec spec;
   const model::ModelWeights weights = make_random_model(spec);
-  const CpuModel model(weights, AttentionBackend::sdpa);
+  CpuModel model(weights, AttentionBackend::sdpa);
   const std::vector<std::int32_t> prompt = random_tokens(9, spec.vocab_size, 60);
   const std::vector<std::int32_t> free_run = manual_greedy(model, prompt, 12, {});
   ASSERT_EQ(free_run.size(), 12u);
@@ -93,7 +99,7 @@ TEST(GreedyGenerationTest, BatchedGreedyEqualsIndividualRunsEachStoppingOnItsOwn
   const RandomModelSpec spec;
   const model::ModelWeights weights = make_random_model(spec);
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-    const CpuModel model(weights, backend);
+    CpuModel model(weights, backend);
     std::vector<std::vector<std::int32_t>> prompts;
     for (int i = 0; i < 5; ++i)
       prompts.push_back(random_tokens(6 + 3 * i, spec.vocab_size, 70 + i));
@@ -109,7 +115,7 @@ TEST(GreedyGenerationTest, BatchedGreedyEqualsIndividualRunsEachStoppingOnItsOwn
       const LogitMatrix l = model.prefill(states.back(), p, LogitRows::last);
       last.values.insert(last.values.end(), l.values.begin(), l.values.end());
     }
-    std::vector<SequenceState*> pointers;
+    std::vector<unit::SequenceCache*> pointers;
     for (auto& s : states) pointers.push_back(&s);
     const std::vector<GreedyOutput> outputs = generate_greedy_batch(
         model, pointers, last, {.max_new_tokens = 10, .eos_token_ids = {eos}});

@@ -15,6 +15,7 @@
 #include "runners/cpu/linear.h"
 #include "runners/cpu/rms_norm.h"
 #include "runners/cpu/rope.h"
+#include "runners/model/rope_tables.h"
 #include "runners/model/bf16.h"
 #include "tests/cpu_runtime/compare.h"
 #include "tests/cpu_runtime/reference_forward.h"
@@ -98,7 +99,7 @@ TEST(RmsNormTest, Bf16RoundsTheNormalizedValueThenTheProduct) {
 TEST(RopeTest, DefaultInvFreqMatchesFormula) {
   model::RopeConfig rope;
   rope.theta = 1e6;
-  const std::vector<float> inv = rope_inv_freq(rope, 128);
+  const std::vector<float> inv = model::rope_inv_freq(rope, 128);
   ASSERT_EQ(inv.size(), 64u);
   for (std::size_t i = 0; i < inv.size(); ++i) {
     const double expected = 1.0 / std::pow(1e6, 2.0 * double(i) / 128.0);
@@ -116,7 +117,7 @@ TEST(RopeTest, Llama3InvFreqMatchesIndependentFormula) {
   rope.low_freq_factor = 1.0;
   rope.high_freq_factor = 4.0;
   rope.original_max_position_embeddings = 8192;
-  const std::vector<float> inv = rope_inv_freq(rope, 128);
+  const std::vector<float> inv = model::rope_inv_freq(rope, 128);
   int low = 0, high = 0, medium = 0;
   for (std::size_t i = 0; i < inv.size(); ++i) {
     // Written out here from the llama3 definition, independently of runners/cpu.
@@ -145,16 +146,16 @@ TEST(RopeTest, Llama3InvFreqMatchesIndependentFormula) {
 }
 
 TEST(RopeTest, RejectsOddHeadDim) {
-  EXPECT_THROW(rope_inv_freq(model::RopeConfig{}, 7), std::invalid_argument);
+  EXPECT_THROW(model::rope_inv_freq(model::RopeConfig{}, 7), std::invalid_argument);
 }
 
 TEST(RopeTest, HandWorkedRotateHalfExample) {
   // head_dim 4, θ = 10000: inv_freq = [1, 0.01]; pairs are (0, 2) and (1, 3) (rotate-half).
-  const std::vector<float> inv = rope_inv_freq(model::RopeConfig{}, 4);
+  const std::vector<float> inv = model::rope_inv_freq(model::RopeConfig{}, 4);
   ASSERT_FLOAT_EQ(inv[1], 0.01f);
   const std::vector<std::int32_t> positions = {3};
   std::vector<float> cos(4), sin(4);
-  rope_cos_sin(inv, positions, Rounding::none, cos, sin);
+  model::rope_cos_sin(inv, positions, Rounding::none, cos, sin);
   std::vector<float> x = {1, 2, 3, 4};
   apply_rope(x, 1, 4, cos, sin, Rounding::none);
   const double a0 = 3.0, a1 = 3.0 * double(0.01f);
@@ -168,10 +169,10 @@ TEST(RopeTest, F32MatchesDoubleRotationAtLargePositions) {
   const int heads = 3, head_dim = 64;
   model::RopeConfig rope;
   rope.theta = 500000.0;
-  const std::vector<float> inv = rope_inv_freq(rope, head_dim);
+  const std::vector<float> inv = model::rope_inv_freq(rope, head_dim);
   const std::vector<std::int32_t> positions = {0, 1, 17, 4095, 32767};
   std::vector<float> cos(positions.size() * head_dim), sin(cos.size());
-  rope_cos_sin(inv, positions, Rounding::none, cos, sin);
+  model::rope_cos_sin(inv, positions, Rounding::none, cos, sin);
   std::vector<float> x = random_values(positions.size() * heads * head_dim, 5);
   const std::vector<float> original = x;
   apply_rope(x, heads, head_dim, cos, sin, Rounding::none);
@@ -193,10 +194,10 @@ TEST(RopeTest, F32MatchesDoubleRotationAtLargePositions) {
 
 TEST(RopeTest, Bf16RoundsCosSinEachProductAndTheSum) {
   const int head_dim = 32;
-  const std::vector<float> inv = rope_inv_freq(model::RopeConfig{}, head_dim);
+  const std::vector<float> inv = model::rope_inv_freq(model::RopeConfig{}, head_dim);
   const std::vector<std::int32_t> positions = {5, 900};
   std::vector<float> cos(2 * head_dim), sin(2 * head_dim);
-  rope_cos_sin(inv, positions, Rounding::bf16, cos, sin);
+  model::rope_cos_sin(inv, positions, Rounding::bf16, cos, sin);
   EXPECT_TRUE(all_bf16_representable(cos));
   EXPECT_TRUE(all_bf16_representable(sin));
   std::vector<float> x = random_values(2 * head_dim, 6, 2.0);

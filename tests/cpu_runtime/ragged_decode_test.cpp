@@ -85,7 +85,7 @@ TEST(RaggedDecodeTest, LogitsEqualTheMaskedDenseReference) {
   ASSERT_GT(max_relative_error(flat_row(unmasked, context), reference[context]), 1e-3);
 
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-    const CpuModel model(weights, backend, {.eager_query_chunk = 4, .sdpa_key_block = 5});
+    CpuModel model(weights, backend, {.eager_query_chunk = 4, .sdpa_key_block = 5});
     SequenceState state = model.new_sequence();
     model.prefill(state, all.first(context), LogitRows::none);
     const std::size_t bytes_before = state.kv_cache().kept_bytes();
@@ -121,7 +121,7 @@ TEST(RaggedDecodeTest, CopiesWithDifferentEvictionsDecodeTogether) {
   const std::vector<std::int32_t> tokens = random_tokens(context + 2, spec.vocab_size, 33);
   const std::span<const std::int32_t> all(tokens);
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-    const CpuModel model(weights, backend);
+    CpuModel model(weights, backend);
     SequenceState prefilled = model.new_sequence();
     model.prefill(prefilled, all.first(context), LogitRows::none);
     // Fan out: two copies of one prefill, each evicting differently, decoded in one batch.

@@ -1,5 +1,5 @@
 // An independent, naive double-precision forward pass of a Llama/Qwen2 decoder, written directly
-// from the HF formulas (reference/inference-anchors.md §2) without any code of runners/cpu: the
+// from the HF formulas (docs/design/numerics.md) without any code of runners/cpu: the
 // oracle the CPU backend's f32 results are compared with. Attention is a dense softmax over every
 // earlier position with an optional key filter, so evictions are modelled by masking instead of
 // compaction.

@@ -56,13 +56,31 @@ TEST(CanonicalHash, OperationalAndDescriptiveFieldsDoNotMatter) {
                                           "description = \"reworded\"")));
 }
 
+// The attention backend's keys were once called `backends` / `backend`: both spellings are read
+// and mean the same, so the hash (and every unit and cell id) does not depend on the spelling.
+TEST(CanonicalHash, OldAttentionBackendKeysGiveTheSameHash) {
+  const std::string current =
+      test::read_file(test::source_path("manifests/risk-certification.toml"));
+  std::string old = current;
+  for (const auto& [from, to] :
+       {std::pair<std::string, std::string>{"\nattention_backends = [", "\nbackends = ["},
+        {"\nattention_backend = \"", "\nbackend = \""}}) {
+    for (std::size_t at = old.find(from); at != std::string::npos; at = old.find(from, at)) {
+      old.replace(at, from.size(), to);
+    }
+  }
+  ASSERT_NE(old, current);
+  EXPECT_EQ(old.find("attention_backend"), std::string::npos);
+  EXPECT_EQ(hash_of(old), hash_of(current));
+}
+
 TEST(CanonicalHash, EverySemanticChangeChangesTheHash) {
   const std::string base = audit_text();
   const std::vector<std::pair<std::string, std::string>> edits = {
       {"compression = [0.25, 0.5, 0.75, 0.9]\nprotocols = [\"query-aware\", "
-       "\"query-agnostic\"]\nbackends = [\"sdpa\", \"eager\"]\n\n[[grids]]",
+       "\"query-agnostic\"]\nattention_backends = [\"sdpa\", \"eager\"]\n\n[[grids]]",
        "compression = [0.25, 0.5, 0.75, 0.95]\nprotocols = [\"query-aware\", "
-       "\"query-agnostic\"]\nbackends = [\"sdpa\", \"eager\"]\n\n[[grids]]"},
+       "\"query-agnostic\"]\nattention_backends = [\"sdpa\", \"eager\"]\n\n[[grids]]"},
       {"compression = [0.25, 0.5, 0.75, 0.9]", "compression = [0.25, 0.5, 0.75]"},
       {"compression = [0.25, 0.5, 0.75, 0.9]", "retention = [0.1, 0.25, 0.5, 0.75]"},
       {"protocols = [\"query-aware\", \"query-agnostic\"]", "protocols = [\"query-agnostic\"]"},

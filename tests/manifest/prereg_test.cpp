@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"

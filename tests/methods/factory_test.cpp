@@ -1,12 +1,17 @@
-// method_factory: every catalogue method builds (the extras' ones when their headers are present),
-// defaults per variant, and every bad configuration is an std::invalid_argument naming the config.
+// method_factory and method_resolution: every catalogue method builds and records its typed
+// parameters, defaults per variant come from the one description (the catalogue's bindings to the
+// method_params.h structs), observation windows follow scorer references, and every bad
+// configuration is an std::invalid_argument naming the config.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "methods/method_factory.h"
+#include "methods/method_resolution.h"
 
 namespace kvaudit::methods {
 namespace {
@@ -61,20 +66,80 @@ TEST(Factory, BuildsEveryScorerAndWrapper) {
   EXPECT_NO_THROW(make_method(cfg("expected_attention", {{"epsilon", std::int64_t{0}}})));
 }
 
-TEST(Factory, ExtrasMethodsBuildWhenPresent) {
-#if __has_include("methods/defensivekv.h")
-  EXPECT_NO_THROW(make_method(cfg("defensivekv", {}, "")));
-#endif
-#if __has_include("methods/layer_defensivekv.h")
-  EXPECT_NO_THROW(make_method(cfg("layer_defensivekv", {}, "")));
-#endif
-#if __has_include("methods/refreekv.h")
-  EXPECT_NO_THROW(make_method(cfg("refreekv", {}, "")));
-#endif
-#if __has_include("methods/h2o.h")
-  EXPECT_NO_THROW(make_method(cfg("h2o", {}, "")));
-#endif
-  SUCCEED();
+TEST(Factory, BuildsTheMethodsBeyondKvpress) {
+  EXPECT_EQ(make_method(cfg("defensivekv", {}, ""))->window_needed(), 32);
+  EXPECT_EQ(
+      make_method(cfg("layer_defensivekv", {{"window", std::int64_t{16}}}, ""))->window_needed(),
+      16);
+  EXPECT_EQ(std::get<ReFreeKvParams>(make_method(cfg("refreekv", {}, ""))->parameters()).window, 8);
+  EXPECT_DOUBLE_EQ(
+      std::get<H2oParams>(make_method(cfg("h2o", {}, ""))->parameters()).heavy_fraction, 0.5);
+}
+
+// Every catalogue method resolves with its defaults, and the built method records exactly the
+// resolved typed parameters (what device fast paths read).
+TEST(Factory, EveryCatalogueMethodRecordsItsTypedParameters) {
+  Configs cs;
+  cs.by_name["snap"] = cfg("snapkv", {}, "", "snap");
+  for (const MethodSpec& spec : method_catalog()) {
+    for (const std::string& variant :
+         spec.variants.empty() ? std::vector<std::string>{""} : spec.variants) {
+      MethodConfig c = cfg(spec.id, {}, variant, spec.id);
+      for (const ParamSpec& p : spec.params) {
+        if (p.type == ParamType::method_ref) c.params[p.name] = std::string("snap");
+      }
+      const ResolvedMethod resolved = resolve_method(c, cs.resolver());
+      EXPECT_FALSE(std::holds_alternative<std::monostate>(resolved.params)) << spec.id;
+      const auto method = make_method(resolved);
+      EXPECT_EQ(method->parameters().index(), resolved.params.index()) << spec.id << variant;
+      EXPECT_EQ(resolved.scorer != nullptr, scorer_reference(resolved.params) != nullptr)
+          << spec.id;
+    }
+  }
+}
+
+TEST(Resolution, DefaultsComeFromTheStructsAndTheVariantOverrides) {
+  const auto kvpress = std::get<SnapKvParams>(resolve_method(cfg("snapkv", {}, "")).params);
+  EXPECT_EQ(kvpress.variant, SnapKvVariant::kvpress);
+  EXPECT_EQ(kvpress.window, SnapKvParams{}.window);
+  EXPECT_EQ(kvpress.kernel_size, 5);
+  EXPECT_EQ(kvpress.pooling, Pooling::avg);
+  const auto original =
+      std::get<SnapKvParams>(resolve_method(cfg("snapkv", {}, "original")).params);
+  EXPECT_EQ(original.variant, SnapKvVariant::original);
+  EXPECT_EQ(original.window, 32);
+  EXPECT_EQ(original.kernel_size, 7);
+  EXPECT_EQ(original.pooling, Pooling::max);
+  const auto given = std::get<ExpectedAttentionParams>(
+      resolve_method(
+          cfg("expected_attention", {{"epsilon", std::int64_t{2}}, {"use_vnorm", false}}))
+          .params);
+  EXPECT_DOUBLE_EQ(given.epsilon, 2.0);  // an integer for a real
+  EXPECT_FALSE(given.use_vnorm);
+  EXPECT_EQ(given.n_future_positions, 512);
+  // The catalogue's defaults are the structs' initializers.
+  const ParamSpec& window = find_method("pyramidkv")->params.front();
+  EXPECT_EQ(window.name, "window");
+  EXPECT_EQ(std::get<std::int64_t>(*window.default_value), PyramidKvParams{}.window);
+}
+
+TEST(Resolution, ObservationWindowsFollowScorerReferences) {
+  Configs cs;
+  cs.by_name["snap"] = cfg("snapkv", {{"window", std::int64_t{48}}}, "", "snap");
+  cs.by_name["knorm"] = cfg("knorm", {}, "", "knorm");
+  const auto wrapped = observation_window(
+      resolve_method(cfg("adakv", {{"scorer", std::string("snap")}}, "", "ada"), cs.resolver()));
+  ASSERT_TRUE(wrapped.has_value());
+  EXPECT_EQ(wrapped->size, 48);
+  EXPECT_EQ(wrapped->owner, "snap");
+  const auto own = observation_window(resolve_method(cfg("defensivekv", {}, "", "d")));
+  ASSERT_TRUE(own.has_value());
+  EXPECT_EQ(own->size, 32);
+  EXPECT_EQ(own->owner, "d");
+  EXPECT_FALSE(
+      observation_window(resolve_method(cfg("chunkkv", {{"scorer", std::string("knorm")}}, "", "c"),
+                                        cs.resolver()))
+          .has_value());
 }
 
 TEST(Factory, RejectsUnknownsAndWrongTypes) {

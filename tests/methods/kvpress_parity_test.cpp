@@ -3,14 +3,15 @@
 //
 // For every golden case the test prefills the case's tokens with our CpuModel (the case's attention
 // backend and dtype), captures the layers with the production capture (runners/unit/
-// prefill_capture.h: keys/values from the SequenceState, window queries, eager column sums,
+// cpu_prefill_capture.h: keys/values from the SequenceState, window queries, eager column sums,
 // pre-RoPE query moments, o_proj, rope_inv_freq), builds the method from the case's method config
 // (methods/method_factory.h) and compares kept sets per (layer, KV head):
 //   overlap = |ours ∩ kvpress| / |kvpress|.
 // It prints `[kvpress] press dtype cr protocol mean min tie-cases` per group, then per press and
 // dtype the overall numbers, and asserts over the cases WITHOUT a boundary tie (kvgold's flag: an
 // exact tie in kvpress's own scores straddles a selection boundary) mean ≥ 0.98 and min ≥ 0.90
-// (kvpress.md §8 item 12); kept counts must match exactly there (AdaKV: per layer).
+// (docs/design/kvpress.md §Parity acceptance); kept counts must match exactly there (AdaKV: per
+// layer).
 // Ties are broken as torch's CPU topk does (methods/top_k.h), which is what makes e.g. SnapKV with
 // n_kept < window (only tied window tokens compete) match exactly. Why some overlaps stay below 1:
 //  * bf16 cases: kvpress scores in bf16 (EA's moments and softmax, ObservedAttention's sums,
@@ -34,7 +35,7 @@
 #include "methods/method_factory.h"
 #include "runners/cpu/cpu_model.h"
 #include "runners/model/formats/load_weights.h"
-#include "runners/unit/prefill_capture.h"
+#include "runners/cpu/cpu_prefill_capture.h"
 
 #ifndef KVAUDIT_SOURCE_DIR
 #error "KVAUDIT_SOURCE_DIR must be defined"
@@ -87,7 +88,8 @@ struct Group {
 };
 
 TEST(KvpressParity, KeptSetsMatchKvpress) {
-  if (!fs::exists(kGolden)) GTEST_SKIP() << "no golden file " << kGolden;
+  // The golden is committed (made by the real kvpress with tools/golden/): missing is a failure.
+  ASSERT_TRUE(fs::exists(kGolden)) << "the committed golden " << kGolden << " is missing";
   std::ifstream in(kGolden);
   const json golden = json::parse(in);
   std::map<std::string, const json*> prompts;
@@ -114,8 +116,8 @@ TEST(KvpressParity, KeptSetsMatchKvpress) {
       weights =
           std::make_unique<model::ModelWeights>(model::load_model_weights(kModels / model_dir));
     const auto backend =
-        first.at("attn") == "eager" ? cpu::AttentionBackend::eager : cpu::AttentionBackend::sdpa;
-    const cpu::CpuModel model(*weights, backend);
+        first.at("attn") == "eager" ? AttentionBackend::eager : AttentionBackend::sdpa;
+    cpu::CpuModel model(*weights, backend);
     const json& prompt = *prompts.at(first.at("prompt").get<std::string>());
     std::vector<std::int32_t> tokens = prompt.at("context_ids").get<std::vector<std::int32_t>>();
     if (first.at("protocol") == "query-aware")
@@ -124,13 +126,13 @@ TEST(KvpressParity, KeptSetsMatchKvpress) {
     const int L = static_cast<int>(tokens.size());
     ASSERT_EQ(L, first.at("length").get<int>()) << key;
 
-    unit::PrefillCapture capture(weights->config, {.boundaries = {L},
+    cpu::CpuPrefillCapture capture(weights->config, {.boundaries = {L},
                                                    .window_rows = 64,
                                                    .column_sums = true,
                                                    .query_moments = true,
                                                    .moments_first_row = 4});
     auto state = model.new_sequence();
-    model.prefill(state, tokens, cpu::LogitRows::none, &capture);
+    model.prefill(state, tokens, LogitRows::none, &capture);
     const auto layers = capture.layers(L, state, *weights, model.rope_inv_freq());
 
     for (const json* cp : cases) {
@@ -199,7 +201,8 @@ TEST(KvpressParity, KeptSetsMatchKvpress) {
     std::printf("[kvpress] %-48s %-5s %-5s %-15s %.4f  %.4f  %d\n", f[0].c_str(), f[1].c_str(),
                 f[2].c_str(), f[3].c_str(), g.mean(), g.min, g.ties);
   }
-  // Acceptance (kvpress.md §8 item 12): per press and dtype, over the head sets of the cases
+  // Acceptance (docs/design/kvpress.md §Parity acceptance): per press and dtype, over the head
+  // sets of the cases
   // WITHOUT a boundary tie, mean ≥ 0.98 and min ≥ 0.90. In a tied case kvpress's own scores leave
   // the choice open (e.g. ChunkKV when several all-window chunks tie at the protected value:
   // torch's f32 chunk means differ from ours in the last bit, so another chunk, of another size,

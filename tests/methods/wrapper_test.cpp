@@ -57,7 +57,7 @@ TEST(AdaKv, MethodUsesTheScorerPerLayer) {
   auto o = zero_layer(2, 2, 5, 2);
   const AdaKvMethod m(
       std::make_shared<FixedScorer>(std::vector<float>{9, 8, 7, 6, 5, 1, 0.5f, 0.4f, 0.3f, 0.2f}),
-      0.2);
+      0.2, AdaKvVariant::kvpress);
   const auto sel = m.select(std::vector{o.view(), o.view()}, {.compression = 0.4}, {});
   ASSERT_EQ(sel.kept.size(), 2u);
   EXPECT_EQ(sel.kept[1], (Kept{{0, 1, 2, 3, 4}, {0}}));

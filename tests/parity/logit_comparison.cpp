@@ -8,7 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "runners/cpu/greedy_generation.h"
+#include "base/argmax.h"
+#include "runners/unit/greedy_decoding.h"
 
 namespace kvaudit::parity_test {
 
@@ -71,8 +72,8 @@ void TopOneAgreement::add_row(std::span<const float> ours, std::span<const float
     throw std::invalid_argument("TopOneAgreement::add_row: vocabulary sizes differ");
   }
   ++rows;
-  const std::int32_t our_choice = cpu::argmax_token(ours);
-  const std::int32_t hf_choice = cpu::argmax_token(reference);
+  const std::int32_t our_choice = argmax_token(ours);
+  const std::int32_t hf_choice = argmax_token(reference);
   const bool near_tie = top_two_margin(reference) <= tie_tolerance;
   if (near_tie) ++near_tie_rows;
   if (our_choice == hf_choice) {

@@ -28,7 +28,8 @@
 #include <vector>
 
 #include "runners/cpu/cpu_model.h"
-#include "runners/cpu/greedy_generation.h"
+#include "base/argmax.h"
+#include "runners/unit/greedy_decoding.h"
 #include "runners/model/formats/load_weights.h"
 #include "runners/model/formats/mapped_file.h"
 #include "suite/common/sha256.h"
@@ -38,7 +39,6 @@
 namespace kvaudit::parity_test {
 namespace {
 
-using cpu::AttentionBackend;
 
 constexpr double kTopOneAgreementFraction = 0.99;
 constexpr double kFullLogitRelativeNorm = 1e-3;
@@ -112,7 +112,7 @@ class Smollm2Parity : public ::testing::TestWithParam<BackendParam> {
 
 TEST_P(Smollm2Parity, LogitsMatchHf) {
   const model::ModelWeights& weights = smollm2_weights();
-  const cpu::CpuModel cpu_model(weights, backend());
+  cpu::CpuModel cpu_model(weights, backend());
   const auto vocab = reference().manifest().at("vocab_size").get<std::int64_t>();
   ASSERT_EQ(weights.config.vocab_size, vocab);
   ASSERT_EQ(weights.config.dtype, model::ComputeDtype::f32);
@@ -128,13 +128,13 @@ TEST_P(Smollm2Parity, LogitsMatchHf) {
     const auto hf_max = expected.at("max_logit").get<std::vector<float>>();
     const auto hf_second = expected.at("second_logit").get<std::vector<float>>();
     cpu::SequenceState state = cpu_model.new_sequence();
-    const cpu::LogitMatrix ours = cpu_model.prefill(state, ids, cpu::LogitRows::all);
+    const LogitMatrix ours = cpu_model.prefill(state, ids, LogitRows::all);
     ASSERT_EQ(ours.rows, static_cast<int>(ids.size()));
     ASSERT_EQ(hf_argmax.size(), ids.size());
     std::int64_t prompt_agreements = 0;
     DifferenceStats prompt_max_logit;
     for (int row = 0; row < ours.rows; ++row) {
-      const std::int32_t our_choice = cpu::argmax_token(ours.row(row));
+      const std::int32_t our_choice = argmax_token(ours.row(row));
       const auto r = static_cast<std::size_t>(row);
       const float our_max = ours.row(row)[static_cast<std::size_t>(our_choice)];
       prompt_max_logit.add(std::span<const float>(&our_max, 1),
@@ -183,25 +183,25 @@ TEST_P(Smollm2Parity, LogitsMatchHf) {
 // could only matter at an exact near-tie; the fixture's continuations have none.
 TEST_P(Smollm2Parity, GreedyMatchesHfGenerate) {
   const model::ModelWeights& weights = smollm2_weights();
-  const cpu::CpuModel cpu_model(weights, backend());
+  cpu::CpuModel cpu_model(weights, backend());
   const nlohmann::json& prompts = reference().manifest().at("prompts");
-  cpu::GreedyOptions options;
+  unit::GreedyOptions options;
   options.max_new_tokens = reference().manifest().at("greedy_new_tokens").get<int>();
   options.eos_token_ids = token_ids(reference().manifest().at("eos_token_ids"));
   std::vector<cpu::SequenceState> states;
-  cpu::LogitMatrix last_logits;
+  LogitMatrix last_logits;
   last_logits.vocab = weights.config.vocab_size;
   for (const nlohmann::json& prompt : prompts) {
     states.push_back(cpu_model.new_sequence());
-    const cpu::LogitMatrix last =
-        cpu_model.prefill(states.back(), token_ids(prompt.at("token_ids")), cpu::LogitRows::last);
+    const LogitMatrix last =
+        cpu_model.prefill(states.back(), token_ids(prompt.at("token_ids")), LogitRows::last);
     last_logits.values.insert(last_logits.values.end(), last.values.begin(), last.values.end());
     ++last_logits.rows;
   }
-  std::vector<cpu::SequenceState*> batch;
+  std::vector<unit::SequenceCache*> batch;
   for (cpu::SequenceState& state : states) batch.push_back(&state);
-  const std::vector<cpu::GreedyOutput> outputs =
-      cpu::generate_greedy_batch(cpu_model, batch, last_logits, options);
+  const std::vector<unit::GreedyOutput> outputs =
+      unit::generate_greedy_batch(cpu_model, batch, last_logits, options);
   ASSERT_EQ(outputs.size(), prompts.size());
   for (std::size_t p = 0; p < prompts.size(); ++p) {
     const std::vector<std::int32_t> expected =

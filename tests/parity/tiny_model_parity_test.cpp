@@ -39,7 +39,8 @@
 #include <vector>
 
 #include "runners/cpu/cpu_model.h"
-#include "runners/cpu/greedy_generation.h"
+#include "base/argmax.h"
+#include "runners/unit/greedy_decoding.h"
 #include "runners/model/formats/load_weights.h"
 #include "tests/parity/golden_reference.h"
 #include "tests/parity/logit_comparison.h"
@@ -47,7 +48,6 @@
 namespace kvaudit::parity_test {
 namespace {
 
-using cpu::AttentionBackend;
 
 // Acceptance bounds (see the file comment).
 constexpr double kF32MaxAbsLogitDifference = 1e-4;
@@ -128,9 +128,9 @@ std::vector<float> hf_logits(const std::string& model_name, const std::string& d
 }
 
 // Our logits for every position of a prompt, from a fresh sequence.
-cpu::LogitMatrix our_logits(const cpu::CpuModel& cpu_model, const std::vector<std::int32_t>& ids) {
+LogitMatrix our_logits(cpu::CpuModel& cpu_model, const std::vector<std::int32_t>& ids) {
   cpu::SequenceState state = cpu_model.new_sequence();
-  return cpu_model.prefill(state, ids, cpu::LogitRows::all);
+  return cpu_model.prefill(state, ids, LogitRows::all);
 }
 
 // HF's own eager-vs-sdpa difference for one model and dtype over all prompts.
@@ -220,7 +220,7 @@ TEST(TinyModelFixture, CoversEveryModelTheTestsIterate) {
 
 TEST_P(TinyModelParity, LogitsMatchHfAtEveryPosition) {
   const TinyCase& c = GetParam();
-  const cpu::CpuModel cpu_model(weights(c.model_name, c.dtype), c.backend);
+  cpu::CpuModel cpu_model(weights(c.model_name, c.dtype), c.backend);
   const double tolerance = tie_tolerance(c.model_name, c.dtype);
   const auto all_prompts = prompts();
   DifferenceStats total;
@@ -229,7 +229,7 @@ TEST_P(TinyModelParity, LogitsMatchHfAtEveryPosition) {
     const auto tokens = static_cast<std::int64_t>(all_prompts[p].size());
     const std::vector<float> hf =
         hf_logits(c.model_name, c.dtype, backend_name(c.backend), p, tokens);
-    const cpu::LogitMatrix ours = our_logits(cpu_model, all_prompts[p]);
+    const LogitMatrix ours = our_logits(cpu_model, all_prompts[p]);
     ASSERT_EQ(ours.rows, tokens);
     ASSERT_EQ(ours.vocab, vocab_size(c.model_name));
     DifferenceStats stats;
@@ -260,17 +260,17 @@ TEST_P(TinyModelParity, LogitsMatchHfAtEveryPosition) {
 TEST_P(TinyModelParity, GreedyContinuationMatchesHfGenerate) {
   const TinyCase& c = GetParam();
   const model::ModelWeights& model_weights = weights(c.model_name, c.dtype);
-  const cpu::CpuModel cpu_model(model_weights, c.backend);
+  cpu::CpuModel cpu_model(model_weights, c.backend);
   const std::vector<std::int32_t> prompt = token_ids(model_entry().at("greedy_prompt"));
   const std::vector<std::int32_t> expected =
       token_ids(implementation_entry().at("greedy_new_tokens"));
   cpu::SequenceState state = cpu_model.new_sequence();
-  const cpu::LogitMatrix last = cpu_model.prefill(state, prompt, cpu::LogitRows::last);
-  cpu::GreedyOptions options;
+  const LogitMatrix last = cpu_model.prefill(state, prompt, LogitRows::last);
+  unit::GreedyOptions options;
   options.max_new_tokens = reference().manifest().at("greedy_new_tokens").get<int>();
   options.eos_token_ids = std::vector<std::int32_t>(model_weights.config.eos_token_ids.begin(),
                                                     model_weights.config.eos_token_ids.end());
-  const cpu::GreedyOutput output = cpu::generate_greedy(cpu_model, state, last.row(0), options);
+  const unit::GreedyOutput output = unit::generate_greedy(cpu_model, state, last.row(0), options);
   std::size_t same = 0;
   while (same < std::min(output.tokens.size(), expected.size()) &&
          output.tokens[same] == expected[same]) {
@@ -298,14 +298,14 @@ TEST_P(TinyModelParity, TorchCpuFlashEmulationMatchesHfSdpaStrictly) {
   }
   cpu::CpuModelOptions options;
   options.sdpa_numerics = cpu::SdpaNumerics::torch_cpu_flash;
-  const cpu::CpuModel cpu_model(weights(c.model_name, c.dtype), c.backend, options);
+  cpu::CpuModel cpu_model(weights(c.model_name, c.dtype), c.backend, options);
   const auto all_prompts = prompts();
   DifferenceStats total;
   TopOneAgreement total_top1;
   for (std::size_t p = 0; p < all_prompts.size(); ++p) {
     const auto tokens = static_cast<std::int64_t>(all_prompts[p].size());
     const std::vector<float> hf = hf_logits(c.model_name, c.dtype, "sdpa", p, tokens);
-    const cpu::LogitMatrix ours = our_logits(cpu_model, all_prompts[p]);
+    const LogitMatrix ours = our_logits(cpu_model, all_prompts[p]);
     ASSERT_EQ(ours.rows, tokens);
     const auto vocab = static_cast<std::size_t>(ours.vocab);
     DifferenceStats stats;
@@ -336,11 +336,11 @@ TEST_P(TinyModelParity, KeysAndValuesMatchHfPerLayer) {
   const TinyCase& c = GetParam();
   const model::ModelWeights& model_weights = weights(c.model_name, c.dtype);
   const model::ModelConfig& config = model_weights.config;
-  const cpu::CpuModel cpu_model(model_weights, c.backend);
+  cpu::CpuModel cpu_model(model_weights, c.backend);
   const auto prompt_index = reference().manifest().at("key_value_prompt").get<std::size_t>();
   const std::vector<std::int32_t> prompt = prompts().at(prompt_index);
   cpu::SequenceState state = cpu_model.new_sequence();
-  (void)cpu_model.prefill(state, prompt, cpu::LogitRows::none);
+  (void)cpu_model.prefill(state, prompt, LogitRows::none);
   const auto tokens = static_cast<std::int64_t>(prompt.size());
   const auto head_dim = static_cast<std::size_t>(config.head_dim);
   for (int layer = 0; layer < config.num_layers; ++layer) {
@@ -410,7 +410,7 @@ TEST_P(TinyModelPerDtype, LoadedConfigMatchesHfConfig) {
 TEST_P(TinyModelPerDtype, RopeInverseFrequenciesMatchHf) {
   const auto& [model_name, dtype] = GetParam();
   const model::ModelWeights& model_weights = weights(model_name, dtype);
-  const cpu::CpuModel cpu_model(model_weights, AttentionBackend::eager);
+  cpu::CpuModel cpu_model(model_weights, AttentionBackend::eager);
   const std::int64_t half = model_weights.config.head_dim / 2;
   const std::vector<float> hf = reference().tensor(model_name + ".inv_freq", {half});
   const std::span<const float> ours = cpu_model.rope_inv_freq();
@@ -436,16 +436,16 @@ TEST_P(TinyModelPerDtype, RopeInverseFrequenciesMatchHf) {
 TEST_P(TinyModelPerDtype, EagerVsSdpaDifferenceSameOrderAsHf) {
   const auto& [model_name, dtype] = GetParam();
   const model::ModelWeights& model_weights = weights(model_name, dtype);
-  const cpu::CpuModel eager(model_weights, AttentionBackend::eager);
-  const cpu::CpuModel sdpa(model_weights, AttentionBackend::sdpa);
+  cpu::CpuModel eager(model_weights, AttentionBackend::eager);
+  cpu::CpuModel sdpa(model_weights, AttentionBackend::sdpa);
   DifferenceStats ours;
   std::int64_t rows = 0;
   std::int64_t our_top1_same = 0;  // argmax(eager) == argmax(sdpa), ours
   std::int64_t hf_top1_same = 0;   // the same for HF's two stored runs
   const auto all_prompts = prompts();
   for (std::size_t p = 0; p < all_prompts.size(); ++p) {
-    const cpu::LogitMatrix our_eager = our_logits(eager, all_prompts[p]);
-    const cpu::LogitMatrix our_sdpa = our_logits(sdpa, all_prompts[p]);
+    const LogitMatrix our_eager = our_logits(eager, all_prompts[p]);
+    const LogitMatrix our_sdpa = our_logits(sdpa, all_prompts[p]);
     ours.add(our_sdpa.values, our_eager.values);
     const auto tokens = static_cast<std::int64_t>(all_prompts[p].size());
     const std::vector<float> hf_eager = hf_logits(model_name, dtype, "eager", p, tokens);
@@ -455,9 +455,9 @@ TEST_P(TinyModelPerDtype, EagerVsSdpaDifferenceSameOrderAsHf) {
       const auto offset = static_cast<std::size_t>(row) * vocab;
       ++rows;
       our_top1_same +=
-          cpu::argmax_token(our_eager.row(row)) == cpu::argmax_token(our_sdpa.row(row));
-      hf_top1_same += cpu::argmax_token(std::span<const float>(hf_eager).subspan(offset, vocab)) ==
-                      cpu::argmax_token(std::span<const float>(hf_sdpa).subspan(offset, vocab));
+          argmax_token(our_eager.row(row)) == argmax_token(our_sdpa.row(row));
+      hf_top1_same += argmax_token(std::span<const float>(hf_eager).subspan(offset, vocab)) ==
+                      argmax_token(std::span<const float>(hf_sdpa).subspan(offset, vocab));
     }
   }
   const DifferenceStats hf = hf_backend_difference(model_name, dtype);

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/records/shard_reader.h"
 #include "suite/records/study_summary.h"
 

@@ -44,8 +44,9 @@ inline CellRecord formula_record(std::uint64_t g, int rank, int attempt) {
   std::snprintf(digest, sizeof digest, "%016llx",
                 static_cast<unsigned long long>(g * 0x2545F4914F6CDD1DULL));
   r.params_digest = digest;
-  r.backend = static_cast<Backend>(g % 2);
-  r.protocol = static_cast<Protocol>((g / 2) % 2);
+  // Stored values, as record_formula.py writes them (sdpa = 0, eager = 1; query-aware = 0).
+  r.attention_backend = *enum_from_stored<AttentionBackend>(static_cast<std::int8_t>(g % 2));
+  r.protocol = *enum_from_stored<Protocol>(static_cast<std::int8_t>((g / 2) % 2));
   r.split = static_cast<Split>(g % 3);
   r.budget_kind = static_cast<BudgetKind>(g % 4);
   const double tenth = static_cast<double>(g % 10) / 10.0;

@@ -22,14 +22,15 @@ BACKEND = {"sdpa": 0, "eager": 1}
 PROTOCOL = {"query-aware": 0, "query-agnostic": 1}
 SPLIT = {"none": 0, "calibration": 1, "test": 2}
 BUDGET_KIND = {"none": 0, "compression": 1, "retention": 2, "threshold": 3}
-ENUMS = {"status": STATUS, "backend": BACKEND, "protocol": PROTOCOL, "split": SPLIT,
+ENUMS = {"status": STATUS, "attention_backend": BACKEND, "protocol": PROTOCOL, "split": SPLIT,
          "budget_kind": BUDGET_KIND}
 
 # (member, kind) in file order; kind: u32/u64/i32/i64/f64/str/enum
 FIELDS = [
     ("cell_id", "u64"), ("unit_id", "u64"), ("attempt", "i32"), ("rank", "i32"),
     ("status", "enum"), ("model", "str"), ("benchmark", "str"), ("task", "str"),
-    ("method", "str"), ("method_id", "str"), ("params_digest", "str"), ("backend", "enum"),
+    ("method", "str"), ("method_id", "str"), ("params_digest", "str"),
+    ("attention_backend", "enum"),
     ("protocol", "enum"), ("split", "enum"), ("budget_kind", "enum"), ("compression", "f64"),
     ("retention", "f64"), ("threshold", "f64"), ("instance", "u32"), ("nominal_length", "u32"),
     ("n_prompt_tokens", "u32"), ("n_context_tokens", "u32"), ("n_question_tokens", "u32"),
@@ -74,7 +75,7 @@ def formula_record(g, rank, attempt):
         "method": "method-config-%d" % (g % 6),
         "method_id": method_ids[g % 6],
         "params_digest": "%016x" % ((g * 0x2545F4914F6CDD1D) & MASK64),
-        "backend": g % 2,
+        "attention_backend": g % 2,
         "protocol": (g // 2) % 2,
         "split": g % 3,
         "budget_kind": budget_kind,

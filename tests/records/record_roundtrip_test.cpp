@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/records/record_schema.h"
 #include "suite/records/shard_reader.h"
 #include "suite/records/shard_writer.h"
@@ -99,13 +99,13 @@ TEST(RecordRoundTrip, EveryEnumValueSurvives) {
   TempDir dir;
   std::vector<CellRecord> in;
   for (const auto& status : EnumTraits<CellStatus>::members) {
-    for (const auto& backend : EnumTraits<Backend>::members) {
+    for (const auto& backend : EnumTraits<AttentionBackend>::members) {
       for (const auto& protocol : EnumTraits<Protocol>::members) {
         for (const auto& split : EnumTraits<Split>::members) {
           for (const auto& budget : EnumTraits<BudgetKind>::members) {
             CellRecord r = formula_record(in.size(), 0, 1);
             r.status = status.value;
-            r.backend = backend.value;
+            r.attention_backend = backend.value;
             r.protocol = protocol.value;
             r.split = split.value;
             r.budget_kind = budget.value;
@@ -127,8 +127,15 @@ TEST(RecordSchema, EnumMemberNamesAreTheDocumentedOnes) {
   EXPECT_EQ(enum_name(CellStatus::error), "error");
   EXPECT_EQ(enum_name(CellStatus::excluded), "excluded");
   EXPECT_EQ(enum_name(CellStatus::abandoned), "abandoned");
-  EXPECT_EQ(enum_name(Backend::sdpa), "sdpa");
-  EXPECT_EQ(enum_name(Backend::eager), "eager");
+  EXPECT_EQ(enum_name(AttentionBackend::sdpa), "sdpa");
+  EXPECT_EQ(enum_name(AttentionBackend::eager), "eager");
+  // The stored values are the file format's, whatever the suite-wide enums' values.
+  EXPECT_EQ(enum_stored_value(AttentionBackend::sdpa), 0);
+  EXPECT_EQ(enum_stored_value(AttentionBackend::eager), 1);
+  EXPECT_EQ(enum_stored_value(Protocol::query_aware), 0);
+  EXPECT_EQ(enum_stored_value(Protocol::query_agnostic), 1);
+  EXPECT_EQ(enum_from_stored<Protocol>(1), Protocol::query_agnostic);
+  EXPECT_FALSE(enum_from_stored<AttentionBackend>(2).has_value());
   EXPECT_EQ(enum_name(Protocol::query_aware), "query-aware");
   EXPECT_EQ(enum_name(Protocol::query_agnostic), "query-agnostic");
   EXPECT_EQ(enum_name(Split::none), "none");

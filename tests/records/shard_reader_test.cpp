@@ -9,8 +9,9 @@
 #include <array>
 #include <set>
 #include <string>
+#include <vector>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/records/hdf5_attributes.h"
 #include "suite/records/hdf5_handle.h"
@@ -233,6 +234,52 @@ TEST(MalformedShard, MissingRecordsDatasetIsAnInputErrorNamingTheFile) {
   EXPECT_EQ(input_error_of([&] { read_study(dir.path()); }), message);
 }
 
+// Rewrites a published (schema 2) shard as schema 1 wrote it: the same rows, the attention
+// backend's member called `backend`, and schema_version 1.
+void rewrite_as_schema_1(const std::filesystem::path& file) {
+  const h5::File f = open_for_edit(file);
+  ASSERT_TRUE(f.valid());
+  const h5::Dataset old_records(H5Dopen2(f.get(), "records", H5P_DEFAULT));
+  ASSERT_TRUE(old_records.valid());
+  const h5::Dataspace space(H5Dget_space(old_records.get()));
+  const hssize_t n = H5Sget_simple_extent_npoints(space.get());
+  std::vector<RecordPod> rows(static_cast<std::size_t>(n));
+  const h5::Datatype v2 = make_record_memory_type(2);
+  ASSERT_GE(H5Dread(old_records.get(), v2.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+  ASSERT_GE(H5Ldelete(f.get(), "records", H5P_DEFAULT), 0);
+  const h5::Datatype v1 = make_record_memory_type(1);
+  const std::array<hsize_t, 1> dims{static_cast<hsize_t>(n)};
+  const h5::Dataspace fixed(H5Screate_simple(1, dims.data(), nullptr));
+  const h5::Dataset new_records(H5Dcreate2(f.get(), "records", v1.get(), fixed.get(), H5P_DEFAULT,
+                                           H5P_DEFAULT, H5P_DEFAULT));
+  ASSERT_TRUE(new_records.valid());
+  ASSERT_GE(H5Dwrite(new_records.get(), v1.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
+  H5Dvlen_reclaim(v2.get(), space.get(), H5P_DEFAULT, rows.data());
+  h5::write_int64_attribute(f.get(), "schema_version", 1, file.string());
+}
+
+TEST(SchemaVersions, ShardsOfSchema1AreReadWithTheirOldMemberName) {
+  TempDir dir;
+  const auto old_shard = publish_formula_shard(dir.path(), 0, 0, 0, 12);
+  rewrite_as_schema_1(old_shard);
+  const ShardContents contents = read_shard(old_shard);
+  EXPECT_EQ(contents.provenance.schema_version, 1);
+  ASSERT_EQ(contents.records.size(), 12u);
+  for (std::uint64_t g = 0; g < 12; ++g) {
+    expect_same_record(contents.records[g], formula_record(g, 0, 1));
+  }
+  // A study may mix both versions.
+  publish_formula_shard(dir.path(), 1, 0, 12, 20);
+  EXPECT_EQ(read_study(dir.path()).records.size(), 20u);
+  // The member of schema 2 is refused in a shard that claims schema 1, and the reverse.
+  {
+    const h5::File f = open_for_edit(old_shard);
+    h5::write_int64_attribute(f.get(), "schema_version", 2, old_shard.string());
+  }
+  EXPECT_EQ(input_error_of([&] { read_shard(old_shard); }),
+            old_shard.string() + ": /records has no member 'attention_backend'");
+}
+
 // Writes a shard whose /records compound has `member` replaced by `replacement`.
 std::filesystem::path write_shard_with_member_type(const TempDir& dir, const std::string& member,
                                                    hid_t replacement) {
@@ -304,10 +351,10 @@ TEST(MalformedShard, UnsupportedSchemaVersionIsAnInputError) {
   const auto a = publish_formula_shard(dir.path(), 0, 0, 0, 4);
   {
     const h5::File f = open_for_edit(a);
-    h5::write_int64_attribute(f.get(), "schema_version", 2, a.string());
+    h5::write_int64_attribute(f.get(), "schema_version", 3, a.string());
   }
   EXPECT_EQ(input_error_of([&] { read_shard(a); }),
-            a.string() + ": schema_version 2 is not supported (this build reads version 1)");
+            a.string() + ": schema_version 3 is not supported (this build reads versions 1 to 2)");
 }
 
 TEST(MalformedShard, MissingOrMistypedProvenanceAttributeIsAnInputError) {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "suite/common/build_info.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/records/shard_name.h"
 #include "suite/records/shard_reader.h"
 #include "tests/records/record_formula.h"
@@ -287,7 +287,7 @@ TEST(Provenance, FillProcessProvenanceTakesBuildHdf5HostAndSlurmEnvironment) {
             std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release));
   EXPECT_FALSE(p.hostname.empty());
   EXPECT_EQ(p.rng, "philox4x32-10");
-  EXPECT_EQ(p.schema_version, 1);
+  EXPECT_EQ(p.schema_version, 2);
 }
 
 }  // namespace

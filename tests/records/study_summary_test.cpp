@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "tests/records/test_support.h"
 

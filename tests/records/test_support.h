@@ -89,7 +89,7 @@ inline void expect_same_record(const CellRecord& got, const CellRecord& want) {
   KV_EXPECT_FIELD(method);
   KV_EXPECT_FIELD(method_id);
   KV_EXPECT_FIELD(params_digest);
-  KV_EXPECT_FIELD(backend);
+  KV_EXPECT_FIELD(attention_backend);
   KV_EXPECT_FIELD(protocol);
   KV_EXPECT_FIELD(split);
   KV_EXPECT_FIELD(budget_kind);

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/records/shard_writer.h"
 #include "tests/reduce/test_support.h"

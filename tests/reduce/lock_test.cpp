@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "tests/reduce/test_support.h"
 
 namespace kvaudit::reduce::testing {

@@ -41,11 +41,11 @@ class PlantedTruth : public ::testing::Test {
       case Dim::model:
         return m.models[static_cast<std::size_t>(code)].name;
       case Dim::backend:
-        return manifest::kBackends[code];
+        return manifest::kAttentionBackendNames[code];
       case Dim::method:
         return code < 0 ? "full" : m.methods[static_cast<std::size_t>(code)].name;
       case Dim::protocol:
-        return manifest::kProtocols[code];
+        return manifest::kProtocolNames[code];
       case Dim::budget:
         return result_->frame->budgets[static_cast<std::size_t>(code)].label;
       default:
@@ -189,12 +189,12 @@ TEST_F(PlantedTruth, AccuracyIntervalsCoverThePlantedAccuracy) {
     ASSERT_EQ(r.interval, "clopper-pearson");
     EXPECT_EQ(r.n, 40);
     const std::size_t model = model_index(m.models[r.model].name);
-    const std::string backend = manifest::kBackends[r.backend];
+    const std::string backend = manifest::kAttentionBackendNames[r.backend];
     double truth = p_full(cfg_, model, backend);
     if (r.method >= 0) {
       const auto& pm = planted(cfg_, m.methods[static_cast<std::size_t>(r.method)].name);
       truth *= 1 - lambda(pm, result_->frame->budgets[r.budget].value,
-                          std::string(manifest::kProtocols[r.protocol]) == "query-agnostic");
+                          std::string(manifest::kProtocolNames[r.protocol]) == "query-agnostic");
     }
     EXPECT_LE(r.lower, truth);
     EXPECT_GE(r.upper, truth);
@@ -220,7 +220,7 @@ TEST_F(PlantedTruth, CertificationCountsAreTheGeneratorsViolations) {
     std::map<double, std::int64_t> k;
     std::int64_t n = 0;
     for (const auto& u : result_->study->expansion.units) {
-      if (u.model != run.model || std::string(manifest::kBackends[u.backend]) != "sdpa" ||
+      if (u.model != run.model || u.attention_backend != AttentionBackend::sdpa ||
           u.split != manifest::Split::calibration)
         continue;
       ++n;

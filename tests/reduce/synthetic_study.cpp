@@ -288,7 +288,7 @@ SyntheticStudy write_synthetic_study(const std::filesystem::path& dir, const Syn
   for (std::size_t ui = 0; ui < ex.units.size(); ++ui) {
     const manifest::Unit& u = ex.units[ui];
     const std::size_t model = model_index[u.model];
-    const std::string backend = manifest::kBackends[u.backend];
+    const std::string backend(attention_backend_name(u.attention_backend));
     const manifest::Benchmark& b = m.benchmarks[u.benchmark];
     const bool fractional = b.name == kFractionalBenchmark;
     const std::uint32_t task = task_offset[u.benchmark] + u.task;
@@ -314,9 +314,9 @@ SyntheticStudy write_synthetic_study(const std::filesystem::path& dir, const Syn
       r.method = method_name;
       r.method_id = full ? "full" : m.methods[static_cast<std::size_t>(c.method)].method;
       r.params_digest = full ? full_digest : digests[static_cast<std::size_t>(c.method)];
-      r.backend = backend == "sdpa" ? records::Backend::sdpa : records::Backend::eager;
-      const bool agnostic = std::string(manifest::kProtocols[c.protocol]) == "query-agnostic";
-      r.protocol = agnostic ? records::Protocol::query_agnostic : records::Protocol::query_aware;
+      r.attention_backend = u.attention_backend;
+      const bool agnostic = c.protocol == Protocol::query_agnostic;
+      r.protocol = agnostic ? Protocol::query_agnostic : Protocol::query_aware;
       r.split = static_cast<records::Split>(u.split);
       r.budget_kind = static_cast<records::BudgetKind>(c.budget_kind);
       if (c.budget_kind == manifest::BudgetKind::compression) {

@@ -137,7 +137,7 @@ void expect_same_non_timing(const CellRecord& a, const CellRecord& b) {
   EXPECT_EQ(a.method, b.method);
   EXPECT_EQ(a.method_id, b.method_id);
   EXPECT_EQ(a.params_digest, b.params_digest);
-  EXPECT_EQ(a.backend, b.backend);
+  EXPECT_EQ(a.attention_backend, b.attention_backend);
   EXPECT_EQ(a.protocol, b.protocol);
   EXPECT_EQ(a.split, b.split);
   EXPECT_EQ(a.budget_kind, b.budget_kind);
@@ -172,7 +172,7 @@ void expect_plausible_full_kv_answers(const std::vector<std::vector<CellRecord>>
       EXPECT_FALSE(r.output.empty());
       // The answer is not cut by the generation budget: the model stops by itself.
       EXPECT_LT(r.n_generated_tokens, 128u) << r.output;
-      std::cout << "full KV " << records::enum_name(r.backend) << " "
+      std::cout << "full KV " << records::enum_name(r.attention_backend) << " "
                 << records::enum_name(r.protocol) << ": score " << r.score << " output \""
                 << r.output << "\"\n";
     }
@@ -196,7 +196,7 @@ class SmolLM2StudyTest : public ::testing::Test {
     for (std::size_t u = 0; u < study_->expansion.units.size(); ++u) {
       const auto started = std::chrono::steady_clock::now();
       records_[u] = executor_->execute(study_->expansion.units[u], study_->cells_of[u]);
-      std::cout << "unit " << u << " (" << manifest::kBackends[study_->expansion.units[u].backend]
+      std::cout << "unit " << u << " (" << attention_backend_name(study_->expansion.units[u].attention_backend)
                 << ", " << records_[u].size() << " cells): "
                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
                 << " s\n";
@@ -238,7 +238,7 @@ TEST_F(SmolLM2StudyTest, EveryCellRecordIsFilledAndFullKvAnswersAreRight) {
       const manifest::Cell& cell = *cells[i];
       const CellRecord& r = records_[u][i];
       SCOPED_TRACE(r.method + " " + std::string(records::enum_name(r.protocol)) + " " +
-                   std::string(records::enum_name(r.backend)));
+                   std::string(records::enum_name(r.attention_backend)));
       ASSERT_EQ(r.status, CellStatus::ok) << r.error;
       EXPECT_EQ(r.error, "");
       EXPECT_EQ(r.cell_id, cell.id);
@@ -258,8 +258,8 @@ TEST_F(SmolLM2StudyTest, EveryCellRecordIsFilledAndFullKvAnswersAreRight) {
         EXPECT_EQ(r.method_id, config.method);
         EXPECT_EQ(r.params_digest, manifest::params_digest(manifest::canonical_method(m, config)));
       }
-      EXPECT_EQ(records::enum_name(r.backend), manifest::kBackends[unit.backend]);
-      EXPECT_EQ(records::enum_name(r.protocol), manifest::kProtocols[cell.protocol]);
+      EXPECT_EQ(records::enum_name(r.attention_backend), attention_backend_name(unit.attention_backend));
+      EXPECT_EQ(records::enum_name(r.protocol), protocol_name(cell.protocol));
       EXPECT_EQ(r.split, records::Split::none);
       EXPECT_EQ(r.instance, 0u);
       EXPECT_EQ(r.nominal_length, 512u);
@@ -274,7 +274,7 @@ TEST_F(SmolLM2StudyTest, EveryCellRecordIsFilledAndFullKvAnswersAreRight) {
 
       // Kept entries and bytes: the boundary is the end of the context (query-agnostic) or of
       // the question (query-aware).
-      const std::uint64_t boundary = r.protocol == records::Protocol::query_agnostic
+      const std::uint64_t boundary = r.protocol == Protocol::query_agnostic
                                          ? r.n_context_tokens
                                          : r.n_context_tokens + r.n_question_tokens;
       EXPECT_EQ(r.full_bytes, boundary * kHeads * kBytesPerEntry);
@@ -314,7 +314,7 @@ TEST_F(SmolLM2StudyTest, EveryCellRecordIsFilledAndFullKvAnswersAreRight) {
       EXPECT_GE(r.t_end_ns, r.t_start_ns);
       EXPECT_GT(r.prefill_ms, 0.0);
       EXPECT_GT(r.decode_ms, 0.0);
-      std::cout << "  " << records::enum_name(r.backend) << " " << records::enum_name(r.protocol)
+      std::cout << "  " << records::enum_name(r.attention_backend) << " " << records::enum_name(r.protocol)
                 << " " << r.method << ": score " << r.score << ", kept " << r.realised_retention
                 << ", " << r.n_generated_tokens << " tokens: \"" << r.output << "\"\n";
     }

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <set>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "suite/records/shard_reader.h"
 #include "tests/run_mpi/test_study.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <set>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::run {
 namespace {

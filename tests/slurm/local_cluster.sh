@@ -3,8 +3,8 @@
 # one slurmd per emulated node, started as plain background processes (no systemd, no cgroups, no
 # accounting database), loopback traffic only. Everything it writes (config, munge key, state,
 # logs, PID files, fake GPU device nodes) lives under one run directory; nothing under /etc is read
-# or changed. Config facts from shared/reference/slurm-local/ (README.md, slurm.conf.in,
-# gres.conf.in), tested there with Debian 12's slurm-wlm 22.05.8 and munge 0.5.15.
+# or changed. Config facts: docs/design/hpc.md §Local Slurm test cluster (tested with Debian 12's
+# slurm-wlm 22.05.8 and munge 0.5.15).
 #
 # Use as a library (the ctest does):   source local_cluster.sh; cluster_start RUN NODES GPUS; ...;
 #                                      cluster_stop RUN

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

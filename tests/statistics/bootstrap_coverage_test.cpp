@@ -1,4 +1,5 @@
-// Coverage of the 95% percentile interval (statistics.md §4.4 item 4): 1,000 simulated datasets at
+// Coverage of the 95% percentile interval (docs/design/statistics.md §Tests of the implementation,
+// item 4): 1,000 simulated datasets at
 // n = 100 paired instances; the share of intervals containing the true Δ must be 0.95 ± 0.021
 // (3 binomial SE at 1,000 datasets).
 //

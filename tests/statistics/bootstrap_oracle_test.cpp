@@ -1,4 +1,5 @@
-// Ideal-bootstrap oracle (statistics.md §4.4 item 3): for small paired 0/1 examples the exact
+// Ideal-bootstrap oracle (docs/design/statistics.md §Tests of the implementation, item 3): for
+// small paired 0/1 examples the exact
 // B → ∞ distribution of Σd* is enumerated by tools/golden/make_statistics_golden.py (multinomial
 // sums over the counts of d ∈ {−1, 0, 1}; strata convolved). With B = 50,000 the percentile
 // interval must equal the exact one for every seed tried (the generator records how far each

@@ -1,4 +1,5 @@
-// Family-wise error of the certification at the global null (statistics.md §1.3, §4.4 item 6):
+// Family-wise error of the certification at the global null (docs/design/statistics.md §Why no
+// multiplicity correction, §Tests of the implementation, item 6):
 // ten independent candidates, every one with population violation rate R = ε, n = 1200,
 // ε = δ = 0.05. Any certification is false. The fixed-sequence rate must be ≤ δ + 3 Monte Carlo
 // SE and match the exact size P{Bin(1200, 0.05) ≤ K*} = P{Bin ≤ 47} within 4 SE; the naive

@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "statistics/binomial.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {
@@ -54,7 +54,8 @@ TEST(ClopperPearson, ClosedFormsAtTheBoundaries) {
 }
 
 TEST(ClopperPearson, OneSidedUpperBoundAgreesWithKStar) {
-  // statistics.md §1.1: K ≤ K* ⇔ the one-sided (1 − δ) upper bound on the rate is ≤ ε.
+  // docs/design/statistics.md §The procedure: K ≤ K* ⇔ the one-sided (1 − δ) upper bound on the
+  // rate is ≤ ε.
   EXPECT_LE(clopper_pearson_upper_bound(47, 1200, 0.05), 0.05);
   EXPECT_GT(clopper_pearson_upper_bound(48, 1200, 0.05), 0.05);
   EXPECT_LE(clopper_pearson_upper_bound(51, 1300, 0.05), 0.05);

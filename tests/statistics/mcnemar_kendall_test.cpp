@@ -6,7 +6,7 @@
 
 #include "statistics/kendall_tau.h"
 #include "statistics/mcnemar.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::stats {
 namespace {

@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "statistics/rng.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "tests/statistics/simulation_stream.h"
 
 namespace kvaudit::stats {

@@ -1,4 +1,5 @@
-// Philox4x32-10 known-answer vectors (Random123 kat_vectors, statistics.md §4.4), the counter/key
+// Philox4x32-10 known-answer vectors (Random123 kat_vectors; docs/design/statistics.md §Tests of
+// the implementation, item 1), the counter/key
 // layout of the bootstrap index stream, draw_index edge cases and a chi-square uniformity check.
 #include "statistics/rng.h"
 

@@ -7,17 +7,18 @@
 #include <span>
 #include <string>
 
+#include "runners/cpu/cpu_model.h"
 #include "runners/unit/unit_runner.h"
 
 namespace kvaudit::unit::testing {
 
 inline std::string describe_cell(const CellSpec& cell) {
   return (cell.method == nullptr ? std::string("full") : cell.method->name()) + " cr " +
-         std::to_string(cell.budget.compression) + " " + protocol_name(cell.protocol);
+         std::to_string(cell.budget.compression) + " " + std::string(protocol_name(cell.protocol));
 }
 
 // Runs both routes (keep_selections on) and compares them; returns the fan-out result.
-inline UnitResult expect_fan_out_equals_naive(const cpu::CpuModel& model,
+inline UnitResult expect_fan_out_equals_naive(cpu::CpuModel& model,
                                               const model::ModelWeights& weights,
                                               const UnitTokens& tokens,
                                               std::span<const CellSpec> cells,

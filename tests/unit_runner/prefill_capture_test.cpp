@@ -1,8 +1,8 @@
-// Tests of PrefillCapture on the tiny golden Llama (f32 and bf16, both attention backends):
+// Tests of cpu::CpuPrefillCapture on the tiny golden Llama (f32 and bf16, both attention backends):
 // captured window queries, keys and values equal a plain prefill's; column sums equal a brute-force
 // HF-eager attention; query moments equal a brute-force fp64 sum; the data of boundary Lc from the
 // long prefill equals that of a prefill of only the first Lc tokens (bitwise); and the errors.
-#include "runners/unit/prefill_capture.h"
+#include "runners/cpu/cpu_prefill_capture.h"
 
 #include <gtest/gtest.h>
 
@@ -20,9 +20,7 @@
 namespace kvaudit::unit {
 namespace {
 
-using cpu::AttentionBackend;
 using cpu::CpuModel;
-using cpu::LogitRows;
 using cpu::SequenceState;
 using testing::load_tiny_model;
 using testing::random_tokens;
@@ -82,7 +80,7 @@ CaptureOptions everything(std::vector<int> boundaries, int window) {
 TEST(PrefillCaptureTest, WindowQueriesKeysAndValuesEqualAPlainPrefill) {
   for (const Variant& variant : kVariants) {
     const model::ModelWeights weights = load_tiny_model("llama", variant.dtype);
-    const CpuModel model(weights, variant.backend);
+    CpuModel model(weights, variant.backend);
     const auto& c = model.config();
     const std::vector<std::int32_t> tokens = random_tokens(70, c.vocab_size, 1);
     const int lc = 50, lq = 70, window = 12;
@@ -91,7 +89,7 @@ TEST(PrefillCaptureTest, WindowQueriesKeysAndValuesEqualAPlainPrefill) {
     RecordingObserver recorded;
     model.prefill(plain, tokens, LogitRows::none, &recorded);
     SequenceState captured_state = model.new_sequence();
-    PrefillCapture capture(c, everything({lq, lc}, window));
+    cpu::CpuPrefillCapture capture(c, everything({lq, lc}, window));
     model.prefill(captured_state, tokens, LogitRows::none, &capture);
     ASSERT_TRUE(capture.complete());
     EXPECT_EQ(capture.options().boundaries, (std::vector<int>{lc, lq}));  // sorted
@@ -138,7 +136,7 @@ TEST(PrefillCaptureTest, WindowQueriesKeysAndValuesEqualAPlainPrefill) {
 TEST(PrefillCaptureTest, ColumnSumsEqualBruteForceEagerAttention) {
   for (const Variant& variant : kVariants) {
     const model::ModelWeights weights = load_tiny_model("llama", variant.dtype);
-    const CpuModel model(weights, variant.backend);
+    CpuModel model(weights, variant.backend);
     const auto& c = model.config();
     const bool bf16 = variant.dtype == "bf16";
     const std::vector<std::int32_t> tokens = random_tokens(61, c.vocab_size, 2);
@@ -147,7 +145,7 @@ TEST(PrefillCaptureTest, ColumnSumsEqualBruteForceEagerAttention) {
     RecordingObserver recorded;
     model.prefill(state, tokens, LogitRows::none, &recorded);
     SequenceState captured_state = model.new_sequence();
-    PrefillCapture capture(c, everything({lc, lq}, 4));
+    cpu::CpuPrefillCapture capture(c, everything({lc, lq}, 4));
     model.prefill(captured_state, tokens, LogitRows::none, &capture);
 
     const std::size_t d = sz(c.head_dim), heads = sz(c.num_heads), kv = sz(c.num_kv_heads);
@@ -191,14 +189,14 @@ TEST(PrefillCaptureTest, ColumnSumsEqualBruteForceEagerAttention) {
 TEST(PrefillCaptureTest, QueryMomentsEqualBruteForceSums) {
   for (const Variant& variant : kVariants) {
     const model::ModelWeights weights = load_tiny_model("llama", variant.dtype);
-    const CpuModel model(weights, variant.backend);
+    CpuModel model(weights, variant.backend);
     const auto& c = model.config();
     const std::vector<std::int32_t> tokens = random_tokens(40, c.vocab_size, 3);
     SequenceState state = model.new_sequence();
     RecordingObserver recorded;
     model.prefill(state, tokens, LogitRows::none, &recorded);
     SequenceState captured_state = model.new_sequence();
-    PrefillCapture capture(c, everything({3, 25, 40}, 0));
+    cpu::CpuPrefillCapture capture(c, everything({3, 25, 40}, 0));
     model.prefill(captured_state, tokens, LogitRows::none, &capture);
     const std::size_t d = sz(c.head_dim), heads = sz(c.num_heads);
     for (int b : {3, 25, 40}) {
@@ -233,15 +231,15 @@ TEST(PrefillCaptureTest, QueryMomentsEqualBruteForceSums) {
 TEST(PrefillCaptureTest, BoundaryDataOfTheLongPrefillEqualsAPrefillOfOnlyThatPrefix) {
   for (const Variant& variant : kVariants) {
     const model::ModelWeights weights = load_tiny_model("llama", variant.dtype);
-    const CpuModel model(weights, variant.backend);
+    CpuModel model(weights, variant.backend);
     const auto& c = model.config();
     const std::vector<std::int32_t> tokens = random_tokens(90, c.vocab_size, 4);
     const int lc = 66;
     SequenceState long_state = model.new_sequence();
-    PrefillCapture long_capture(c, everything({lc, 90}, 16));
+    cpu::CpuPrefillCapture long_capture(c, everything({lc, 90}, 16));
     model.prefill(long_state, tokens, LogitRows::none, &long_capture);
     SequenceState short_state = model.new_sequence();
-    PrefillCapture short_capture(c, everything({lc}, 16));
+    cpu::CpuPrefillCapture short_capture(c, everything({lc}, 16));
     model.prefill(short_state, std::span(tokens).first(sz(lc)), LogitRows::none, &short_capture);
     const auto a = long_capture.layers(lc, long_state, weights, model.rope_inv_freq());
     const auto b = short_capture.layers(lc, short_state, weights, model.rope_inv_freq());
@@ -262,13 +260,13 @@ TEST(PrefillCaptureTest, BoundaryDataOfTheLongPrefillEqualsAPrefillOfOnlyThatPre
 
 TEST(PrefillCaptureTest, SkipsWhatIsNotRequestedAndClampsTheWindow) {
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
-  const CpuModel model(weights, AttentionBackend::eager);
+  CpuModel model(weights, AttentionBackend::eager);
   const std::vector<std::int32_t> tokens = random_tokens(20, model.config().vocab_size, 5);
   SequenceState state = model.new_sequence();
   CaptureOptions options;
   options.boundaries = {5, 20, 5};
   options.window_rows = 8;
-  PrefillCapture capture(model.config(), options);
+  cpu::CpuPrefillCapture capture(model.config(), options);
   EXPECT_FALSE(capture.wants_pre_rope_queries());
   model.prefill(state, tokens, LogitRows::none, &capture);
   const auto layers = capture.layers(5, state, weights, model.rope_inv_freq());
@@ -281,16 +279,16 @@ TEST(PrefillCaptureTest, SkipsWhatIsNotRequestedAndClampsTheWindow) {
 
 TEST(PrefillCaptureTest, RejectsBadConfigurationsPrefillsAndStates) {
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
-  const CpuModel model(weights, AttentionBackend::eager);
+  CpuModel model(weights, AttentionBackend::eager);
   const auto& c = model.config();
-  EXPECT_THROW(PrefillCapture(c, CaptureOptions{}), std::invalid_argument);
-  EXPECT_THROW(PrefillCapture(c, everything({0, 5}, 1)), std::invalid_argument);
-  EXPECT_THROW(PrefillCapture(c, everything({5}, -1)), std::invalid_argument);
+  EXPECT_THROW(cpu::CpuPrefillCapture(c, CaptureOptions{}), std::invalid_argument);
+  EXPECT_THROW(cpu::CpuPrefillCapture(c, everything({0, 5}, 1)), std::invalid_argument);
+  EXPECT_THROW(cpu::CpuPrefillCapture(c, everything({5}, -1)), std::invalid_argument);
 
   const std::vector<std::int32_t> tokens = random_tokens(30, c.vocab_size, 6);
   {  // The prefill is shorter than a boundary.
     SequenceState state = model.new_sequence();
-    PrefillCapture capture(c, everything({31}, 2));
+    cpu::CpuPrefillCapture capture(c, everything({31}, 2));
     EXPECT_THROW(model.prefill(state, tokens, LogitRows::none, &capture), std::invalid_argument);
     EXPECT_EQ(state.original_length(), 0);  // the failed prefill left nothing behind
     EXPECT_FALSE(capture.complete());
@@ -299,12 +297,12 @@ TEST(PrefillCaptureTest, RejectsBadConfigurationsPrefillsAndStates) {
   {  // A second prefill (not starting at position 0) or a second pass over the layers.
     SequenceState state = model.new_sequence();
     model.prefill(state, std::span(tokens).first(10), LogitRows::none);
-    PrefillCapture capture(c, everything({10}, 2));
+    cpu::CpuPrefillCapture capture(c, everything({10}, 2));
     EXPECT_THROW(model.prefill(state, std::span(tokens).subspan(10), LogitRows::none, &capture),
                  std::invalid_argument);
   }
   SequenceState state = model.new_sequence();
-  PrefillCapture capture(c, everything({12, 30}, 2));
+  cpu::CpuPrefillCapture capture(c, everything({12, 30}, 2));
   model.prefill(state, tokens, LogitRows::none, &capture);
   SequenceState again = model.new_sequence();
   EXPECT_THROW(model.prefill(again, tokens, LogitRows::none, &capture), std::invalid_argument);

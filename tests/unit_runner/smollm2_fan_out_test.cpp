@@ -74,7 +74,7 @@ TEST(UnitRunnerSmolLM2Test, FanOutEqualsNaiveOnThreeChatPrompts) {
   }
   const model::ModelWeights weights = model::load_model_weights(gguf);
   const std::unique_ptr<model::Tokenizer> tokenizer = model::load_tokenizer(gguf);
-  const cpu::CpuModel model(weights, cpu::AttentionBackend::eager);
+  cpu::CpuModel model(weights, AttentionBackend::eager);
 
   // Default grid (< ~30 s on 2 idle cores): query moments (expected_attention) and window
   // queries with ragged head budgets (adakv over snapkv) on ~90-token prompts; the tiny-model

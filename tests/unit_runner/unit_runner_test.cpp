@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "runners/cpu/greedy_generation.h"
+#include "base/argmax.h"
+#include "runners/cpu/cpu_model.h"
+#include "runners/unit/greedy_decoding.h"
 #include "tests/unit_runner/fan_out_check.h"
 #include "tests/unit_runner/test_methods.h"
 #include "tests/unit_runner/test_support.h"
@@ -23,7 +25,6 @@
 namespace kvaudit::unit {
 namespace {
 
-using cpu::AttentionBackend;
 using cpu::CpuModel;
 using testing::expect_fan_out_equals_naive;
 using testing::load_tiny_model;
@@ -84,7 +85,7 @@ TEST(UnitRunnerTest, FanOutEqualsNaiveOnTheTinyModels) {
   for (const std::string dtype : {"f32", "bf16"}) {
     const model::ModelWeights weights = load_tiny_model("llama", dtype);
     for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
-      const CpuModel model(weights, backend);
+      CpuModel model(weights, backend);
       for (std::uint32_t seed : {1u, 2u}) {
         const TinyUnit unit(model.config().vocab_size, seed);
         const std::string where = dtype +
@@ -131,7 +132,7 @@ TEST(UnitRunnerTest, DecodingInSmallerBatchesChangesNothing) {
   const auto all = test_methods();
   const std::vector<CellSpec> cells = grid(all, {0.5});
   const model::ModelWeights weights = load_tiny_model("llama", "bf16");
-  const CpuModel model(weights, AttentionBackend::eager);
+  CpuModel model(weights, AttentionBackend::eager);
   const TinyUnit unit(model.config().vocab_size, 7);
   UnitRunOptions options = decode(8);
   options.keep_selections = true;
@@ -147,15 +148,15 @@ TEST(UnitRunnerTest, DecodingInSmallerBatchesChangesNothing) {
 TEST(UnitRunnerTest, KeepingEverythingEqualsAnUncompressedPrefillOfTheWholePrompt) {
   const auto keep_all = testing::make_keep_all_method();
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
-  const CpuModel model(weights, AttentionBackend::eager);
+  CpuModel model(weights, AttentionBackend::eager);
   const TinyUnit unit(model.config().vocab_size, 9);
   std::vector<std::int32_t> whole = unit.tokens.context;
   whole.insert(whole.end(), unit.tokens.question.begin(), unit.tokens.question.end());
   whole.insert(whole.end(), unit.tokens.suffix.begin(), unit.tokens.suffix.end());
   cpu::SequenceState state = model.new_sequence();
-  const cpu::LogitMatrix last = model.prefill(state, whole, cpu::LogitRows::last);
+  const LogitMatrix last = model.prefill(state, whole, LogitRows::last);
   const std::vector<std::int32_t> expected =
-      cpu::generate_greedy(model, state, last.row(0), {.max_new_tokens = 12, .eos_token_ids = {}})
+      unit::generate_greedy(model, state, last.row(0), {.max_new_tokens = 12, .eos_token_ids = {}})
           .tokens;
   const std::vector<CellSpec> cells = {
       {keep_all.get(), {}, Protocol::query_agnostic, 1},
@@ -174,7 +175,7 @@ TEST(UnitRunnerTest, StopTokensEndEachCellOnItsOwn) {
   const auto all = test_methods();
   const std::vector<CellSpec> cells = grid(all, {0.5});
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
-  const CpuModel model(weights, AttentionBackend::sdpa);
+  CpuModel model(weights, AttentionBackend::sdpa);
   const TinyUnit unit(model.config().vocab_size, 11);
   // Stop on the third token the full-KV agnostic cell produces when running free.
   const UnitResult free_run = run_unit(model, weights, unit.tokens, cells, decode(10));
@@ -198,7 +199,7 @@ TEST(UnitRunnerTest, AFailingMethodFailsOnlyItsCell) {
   const auto throwing = testing::make_throwing_method();
   const auto out_of_range = testing::make_out_of_range_method();
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
-  const CpuModel model(weights, AttentionBackend::eager);
+  CpuModel model(weights, AttentionBackend::eager);
   const TinyUnit unit(model.config().vocab_size, 13);
   const std::vector<CellSpec> cells = {
       {good.get(), {.compression = 0.5}, Protocol::query_agnostic, 1},
@@ -224,7 +225,7 @@ TEST(UnitRunnerTest, AFailingMethodFailsOnlyItsCell) {
 TEST(UnitRunnerTest, RejectsBadUnits) {
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   const model::ModelWeights other = load_tiny_model("llama", "f32");
-  const CpuModel model(weights, AttentionBackend::eager);
+  CpuModel model(weights, AttentionBackend::eager);
   const TinyUnit unit(model.config().vocab_size, 15);
   const std::vector<CellSpec> cells = {{nullptr, {}, Protocol::query_aware, 1}};
   for (auto* route : {&run_unit, &run_unit_naive}) {

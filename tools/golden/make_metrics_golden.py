@@ -7,8 +7,9 @@ Every score comes from the official Python implementations:
     scripts/eval/synthetic/constants.py string_match_all / string_match_part) and LongBench v1
     (THUDM/LongBench LongBench/metrics.py and eval.py): neither is a pip package, so their
     functions are rewritten below, statement for statement, from the upstream sources
-    (reference/benchmarks.md section 6 names the commits). The English metrics only: qa_f1_zh and
-    rouge_zh need jieba and are out of scope; retrieval_zh_score is included (no jieba).
+    (docs/design/benchmarks.md, section "Sources", names the commits). The English metrics only:
+    qa_f1_zh and rouge_zh need jieba and are out of scope; retrieval_zh_score is included (no
+    jieba).
   * ROUGE-L: the PyPI package rouge==1.0.1 (pltrdy/rouge), called exactly as LongBench's
     rouge_score does: Rouge().get_scores([pred], [gt], avg=True)["rouge-l"]["f"], any exception
     -> 0.0. Its recursive LCS backtracking (_recon) raises RecursionError on long sentences; the

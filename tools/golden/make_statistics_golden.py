@@ -5,7 +5,8 @@ the C++ code (which uses Boost.Math):
   * binomial tails P{Bin(n, eps) <= k}: exact rational arithmetic (Python integers; eps is the
     exact binary value of the double), cross-checked against scipy.stats.binom.cdf;
   * K*(n, eps, delta) and the LTT p-values: the explicit loop over those exact tails with the cap
-    floor(n*eps + 1e-9) (statistics.md section 1.4.7), cross-checked against the equivalent
+    floor(n*eps + 1e-9) (docs/design/statistics.md, "Pitfalls" item 7), cross-checked against the
+    equivalent
     "one-sided (1-delta) Clopper-Pearson upper bound <= eps" rule with statsmodels;
   * Clopper-Pearson bounds: mpmath (50 digits) root-finding on binomial tails summed term by
     term (P{Bin(n, p_L) >= x} = a/2, P{Bin(n, p_U) <= x} = a/2),

@@ -1,5 +1,5 @@
-// Capture kernels: the GPU twins of unit::PrefillCapture's per-layer work
-// (runners/unit/prefill_capture.cpp), for one decoder layer of one fresh prefill.
+// Capture kernels: the GPU twins of cpu::CpuPrefillCapture's per-layer work
+// (runners/cpu/cpu_prefill_capture.cpp), for one decoder layer of one fresh prefill.
 //
 //   copy_kv_prefix        keys/values of slots 0..rows-1 of every KV head → f32 [Hkv, rows, d]
 //   gather_window_queries the last w post-RoPE query rows before b → f32 [H, w, d]

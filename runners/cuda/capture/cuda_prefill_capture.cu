@@ -9,7 +9,10 @@
 
 #include "runners/cuda/capture/capture_kernels.h"
 #include "runners/cuda/capture/cuda_prefill_capture.h"
+#include "runners/cuda/capture/gpu_scorers.h"
+#include "runners/cuda/capture/gpu_top_k.h"
 #include "runners/cuda/cuda_check.h"
+#include "runners/model/rope_tables.h"
 
 namespace kvaudit::cuda {
 namespace {
@@ -35,6 +38,7 @@ CudaPrefillCapture::CudaPrefillCapture(const model::ModelConfig& config,
           std::to_string(options_.boundaries.size()) + " boundaries, at most " +
               std::to_string(kMaxCaptureBoundaries) + " are supported");
   kv_rows_ = options_.boundaries.back();
+  rope_inv_freq_ = model::rope_inv_freq(config_.rope, config_.head_dim);
 }
 
 bool CudaPrefillCapture::complete() const { return layers_.size() == as_size(config_.num_layers); }
@@ -88,6 +92,7 @@ void CudaPrefillCapture::check_view(const CudaPrefillLayerView& view, cudaStream
 
 void CudaPrefillCapture::on_layer(const CudaPrefillLayerView& view, cudaStream_t stream) {
   check_view(view, stream);
+  stream_ = stream;
   const std::size_t heads = as_size(config_.num_heads);
   const std::size_t kv_heads = as_size(config_.num_kv_heads);
   const std::size_t dim = as_size(config_.head_dim);
@@ -203,6 +208,38 @@ std::vector<methods::LayerCapture> CudaPrefillCapture::layers(
     }
   }
   return result;
+}
+
+std::vector<methods::LayerCapture> CudaPrefillCapture::layers(
+    int boundary, const unit::SequenceCache& prefilled, const model::ModelWeights& weights,
+    std::span<const float> rope_inv_freq) const {
+  (void)prefilled;  // the capture holds its own copies of the keys and values
+  return layers(boundary, weights, rope_inv_freq);
+}
+
+std::optional<methods::Selection> CudaPrefillCapture::device_selection(
+    const methods::Method& method, int boundary, const methods::Budget& budget) {
+  const std::optional<GpuScorerSpec> spec = gpu_scorer_for(method.parameters());
+  if (!spec) return std::nullopt;
+  boundary_index(boundary);  // a captured boundary of a complete capture
+  const std::size_t per_layer = as_size(config_.num_kv_heads) * as_size(boundary);
+  const auto key = std::make_pair(&method, boundary);
+  auto found = scores_.find(key);
+  if (found == scores_.end()) {
+    DeviceBuffer<float> scores(per_layer * as_size(config_.num_layers));
+    for (int l = 0; l < config_.num_layers; ++l) {
+      score_on_gpu(*spec, device_layer(l, boundary), rope_inv_freq_,
+                   scores.data() + per_layer * as_size(l), stream_);
+    }
+    found = scores_.emplace(key, std::move(scores)).first;
+  }
+  const std::int64_t n_kept = methods::kept_count(boundary, budget.compression);
+  methods::Selection selection;
+  for (int l = 0; l < config_.num_layers; ++l) {
+    selection.kept.push_back(select_top_k_on_gpu(found->second.data() + per_layer * as_size(l),
+                                                 config_.num_kv_heads, boundary, n_kept, stream_));
+  }
+  return selection;
 }
 
 DeviceLayerCapture CudaPrefillCapture::device_layer(int layer, int boundary) const {

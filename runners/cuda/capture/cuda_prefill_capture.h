@@ -1,6 +1,6 @@
-// CudaPrefillCapture: the GPU twin of unit::PrefillCapture (runners/unit/prefill_capture.h). It
-// observes one CudaModel prefill (CudaPrefillObserver) and captures, per layer and boundary b
-// (CaptureOptions: Lc, Lq), what eviction methods read:
+// CudaPrefillCapture: the CUDA backend's unit::PrefillCapture (runners/unit/prefill_capture.h),
+// the twin of cpu::CpuPrefillCapture. It observes one CudaModel prefill (CudaPrefillObserver) and
+// captures, per layer and boundary b (CaptureOptions: Lc, Lq), what eviction methods read:
 //   window queries  the last w = min(W, b) post-RoPE query rows before b, [H, w, d] f32
 //   column sums     Σ_{i<b} A_h(i, j), A = HF eager attention with its bf16 rounding points, rows
 //                   added in fp64 in increasing i, stored f32, [H, b] (capture_kernels.h states
@@ -10,7 +10,10 @@
 //                   host (downloaded during on_layer: the cache may be evicted afterwards)
 // Everything captured stays on the device (device_layer(): DeviceLayerCapture for the GPU scorers)
 // and is also downloaded to the host, so layers() returns methods::LayerCapture views exactly like
-// the CPU capture's and every CPU method can run on GPU-captured data.
+// the CPU capture's and every CPU method can run on GPU-captured data. device_selection() is the
+// fan-out's fast path: for a method with a GPU scorer (gpu_scorers.h, chosen by the method's typed
+// parameters) the scores are computed on the device, once per (method, boundary) and shared by
+// the cells that differ only in the budget, and the per-head top-k runs there too (gpu_top_k.h).
 //
 // on_layer runs its kernels on the model's stream and synchronizes it before returning (the
 // downloads). Memory per layer: device and host each hold 2·Hkv·max(b)·d f32 (K, V) plus, per
@@ -18,7 +21,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "methods/layer_capture.h"
@@ -30,14 +36,14 @@
 
 namespace kvaudit::cuda {
 
-class CudaPrefillCapture : public CudaPrefillObserver {
+class CudaPrefillCapture : public unit::PrefillCapture, public CudaPrefillObserver {
  public:
   // As unit::PrefillCapture: boundaries sorted and de-duplicated, each ≥ 1 (at most
   // kMaxCaptureBoundaries = 8), W ≥ 0, r0 ≥ 0; `config`'s dtype decides the bf16 rounding.
   // Throws std::invalid_argument naming the option that is wrong.
   CudaPrefillCapture(const model::ModelConfig& config, unit::CaptureOptions options);
 
-  const unit::CaptureOptions& options() const { return options_; }
+  const unit::CaptureOptions& options() const override { return options_; }
   bool wants_pre_rope_queries() const override { return options_.query_moments; }
 
   // One layer of one fresh prefill (first position 0, layers in order, T ≥ max boundary, slot j
@@ -45,7 +51,7 @@ class CudaPrefillCapture : public CudaPrefillObserver {
   // naming the field otherwise; CudaError on a CUDA failure.
   void on_layer(const CudaPrefillLayerView& view, cudaStream_t stream) override;
 
-  bool complete() const;
+  bool complete() const override;
 
   // Host views for boundary b, one per layer, with the same fields as
   // unit::PrefillCapture::layers(): keys/values/window queries/column sums/moments point into
@@ -54,6 +60,17 @@ class CudaPrefillCapture : public CudaPrefillObserver {
   // weights of another shape.
   std::vector<methods::LayerCapture> layers(int boundary, const model::ModelWeights& weights,
                                             std::span<const float> rope_inv_freq) const;
+  // unit::PrefillCapture: the same views (the capture holds its own K/V copies, so the prefilled
+  // cache is not read).
+  std::vector<methods::LayerCapture> layers(int boundary, const unit::SequenceCache& prefilled,
+                                            const model::ModelWeights& weights,
+                                            std::span<const float> rope_inv_freq) const override;
+
+  // The GPU scorer + per-head top-k of `method` at `boundary` (nullopt when the method has no GPU
+  // scorer); kept counts are methods::kept_count(b, budget.compression), ties to the lower
+  // position (gpu_top_k.h). Runs on the stream the prefill ran on.
+  std::optional<methods::Selection> device_selection(const methods::Method& method, int boundary,
+                                                     const methods::Budget& budget) override;
 
   // The device data of (layer, boundary b), valid while this capture lives.
   DeviceLayerCapture device_layer(int layer, int boundary) const;
@@ -86,6 +103,10 @@ class CudaPrefillCapture : public CudaPrefillObserver {
   unit::CaptureOptions options_;
   int kv_rows_ = 0;  // max boundary
   std::vector<LayerData> layers_;
+  cudaStream_t stream_ = nullptr;     // the prefill's stream (from on_layer)
+  std::vector<float> rope_inv_freq_;  // the model's, for expected_attention
+  // GPU scores [layers, Hkv, b] per (method, boundary), shared by cells differing in the budget.
+  std::map<std::pair<const methods::Method*, int>, DeviceBuffer<float>> scores_;
 };
 
 }  // namespace kvaudit::cuda

@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
-#include "methods/catalog.h"
 #include "runners/cuda/capture/gpu_scorers.h"
 #include "runners/cuda/cuda_check.h"
 #include "runners/cuda/device_buffer.h"
@@ -591,73 +591,35 @@ void score_expected_attention(const DeviceLayerCapture& c,
   KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-// The config's value of `name`, else the catalogue default for the resolved variant.
-methods::ParamValue param(const methods::MethodConfig& config, const methods::MethodSpec& spec,
-                          const std::string& variant, const std::string& name) {
-  if (auto it = config.params.find(name); it != config.params.end()) return it->second;
-  for (const auto& p : spec.params) {
-    if (p.name != name) continue;
-    if (auto value = methods::default_for(p, variant)) return *value;
-  }
-  throw std::invalid_argument("gpu_scorer_spec: " + config.id + " has no value for parameter '" +
-                              name + "'");
-}
-
-std::int64_t integer_param(const methods::MethodConfig& config, const methods::MethodSpec& spec,
-                           const std::string& variant, const std::string& name) {
-  return std::get<std::int64_t>(param(config, spec, variant, name));
-}
-
 }  // namespace
 
-std::optional<GpuScorerSpec> gpu_scorer_spec(const methods::MethodConfig& config) {
-  const methods::MethodSpec* spec = methods::find_method(config.id);
-  if (spec == nullptr) return std::nullopt;
-  const std::string variant = config.variant.empty()
-                                  ? (spec->variants.empty() ? "" : spec->variants.front())
-                                  : config.variant;
-  const std::string& id = spec->id;
-  const bool candidate = id == "knorm" || (id == "keydiff" && variant != "block") || id == "tova" ||
-                         id == "snapkv" || id == "observed_attention" || id == "expected_attention";
-  if (!candidate) return std::nullopt;
-  (void)methods::make_scorer(config);  // validates the config exactly as the CPU path does
-  GpuScorerSpec out;
-  if (id == "knorm") {
-    out.kind = GpuScorerKind::knorm;
-  } else if (id == "keydiff") {
-    out.kind = GpuScorerKind::keydiff;
-  } else if (id == "tova") {
-    out.kind = GpuScorerKind::tova;
-    out.tova =
-        variant == "original" ? methods::TovaVariant::original : methods::TovaVariant::kvpress;
-  } else if (id == "snapkv") {
-    out.kind = GpuScorerKind::snapkv;
-    out.snapkv.variant =
-        variant == "original" ? methods::SnapKvVariant::original : methods::SnapKvVariant::kvpress;
-    out.snapkv.window = static_cast<int>(integer_param(config, *spec, variant, "window"));
-    out.snapkv.kernel_size = static_cast<int>(integer_param(config, *spec, variant, "kernel_size"));
-    out.snapkv.pooling = std::get<std::string>(param(config, *spec, variant, "pooling")) == "max"
-                             ? methods::Pooling::max
-                             : methods::Pooling::avg;
-  } else if (id == "observed_attention") {
-    out.kind = GpuScorerKind::observed_attention;
-  } else {
-    out.kind = GpuScorerKind::expected_attention;
-    out.expected.n_future_positions =
-        static_cast<int>(integer_param(config, *spec, variant, "n_future_positions"));
-    out.expected.n_sink = static_cast<int>(integer_param(config, *spec, variant, "n_sink"));
-    out.expected.use_covariance = std::get<bool>(param(config, *spec, variant, "use_covariance"));
-    out.expected.use_vnorm = std::get<bool>(param(config, *spec, variant, "use_vnorm"));
-    const methods::ParamValue eps = param(config, *spec, variant, "epsilon");
-    out.expected.epsilon = std::holds_alternative<std::int64_t>(eps)
-                               ? static_cast<double>(std::get<std::int64_t>(eps))
-                               : std::get<double>(eps);
-  }
-  return out;
-}
-
-bool gpu_scorer_available(const methods::MethodConfig& config) {
-  return gpu_scorer_spec(config).has_value();
+std::optional<GpuScorerSpec> gpu_scorer_for(const methods::MethodParams& params) {
+  return std::visit(
+      [](const auto& p) -> std::optional<GpuScorerSpec> {
+        using P = std::decay_t<decltype(p)>;
+        GpuScorerSpec spec;
+        if constexpr (std::is_same_v<P, methods::KnormParams>) {
+          spec.kind = GpuScorerKind::knorm;
+        } else if constexpr (std::is_same_v<P, methods::KeyDiffParams>) {
+          if (p.variant != methods::KeyDiffVariant::oneshot) return std::nullopt;
+          spec.kind = GpuScorerKind::keydiff;
+        } else if constexpr (std::is_same_v<P, methods::TovaParams>) {
+          spec.kind = GpuScorerKind::tova;
+          spec.tova = p.variant;
+        } else if constexpr (std::is_same_v<P, methods::SnapKvParams>) {
+          spec.kind = GpuScorerKind::snapkv;
+          spec.snapkv = p;
+        } else if constexpr (std::is_same_v<P, methods::ObservedAttentionParams>) {
+          spec.kind = GpuScorerKind::observed_attention;
+        } else if constexpr (std::is_same_v<P, methods::ExpectedAttentionParams>) {
+          spec.kind = GpuScorerKind::expected_attention;
+          spec.expected = p;
+        } else {
+          return std::nullopt;
+        }
+        return spec;
+      },
+      params);
 }
 
 void score_on_gpu(const GpuScorerSpec& spec, const DeviceLayerCapture& layer,

@@ -16,7 +16,7 @@
 // differ from the CPU's by an f32 ulp in rare cases; the others are bit-identical. (A NaN score is
 // not expected; the max + 1 rule here ignores NaNs, where the CPU's takes a NaN in the first slot.)
 //
-//   auto spec = gpu_scorer_spec(config);            // nullopt: no GPU scorer for this config
+//   auto spec = gpu_scorer_for(method.parameters());  // nullopt: no GPU scorer for this method
 //   score_on_gpu(*spec, capture.device_layer(l, b), rope_inv_freq, scores.data(), stream);
 //   auto kept = select_top_k_on_gpu(...);           // gpu_top_k.h
 #pragma once
@@ -27,16 +27,14 @@
 #include <span>
 
 #include "methods/expected_attention.h"
-#include "methods/method_factory.h"
-#include "methods/snapkv.h"
-#include "methods/tova.h"
+#include "methods/method_params.h"
 #include "runners/cuda/capture/device_layer_capture.h"
 
 namespace kvaudit::cuda {
 
 enum class GpuScorerKind { knorm, keydiff, tova, snapkv, observed_attention, expected_attention };
 
-// A scorer method config resolved (variant and parameter defaults from the catalogue).
+// Which GPU scorer, with the method's typed parameters (method_params.h).
 struct GpuScorerSpec {
   GpuScorerKind kind = GpuScorerKind::knorm;
   methods::TovaVariant tova = methods::TovaVariant::kvpress;
@@ -44,12 +42,12 @@ struct GpuScorerSpec {
   methods::ExpectedAttentionParams expected;
 };
 
-// The GPU scorer of a method config whose selection is ScorerMethod's (per-head top-k of one
-// score tensor): ids knorm, keydiff (variant oneshot), tova, snapkv, observed_attention,
-// expected_attention. nullopt for every other method (wrappers, pyramidkv, keydiff block, random,
-// streaming_llm, ...). Throws std::invalid_argument for an invalid config (as make_scorer does).
-std::optional<GpuScorerSpec> gpu_scorer_spec(const methods::MethodConfig& config);
-bool gpu_scorer_available(const methods::MethodConfig& config);
+// The GPU scorer of a method whose selection is the per-head top-k of one score tensor, chosen by
+// its typed parameters (methods::Method::parameters(), as make_method recorded them): knorm,
+// keydiff (variant oneshot), tova, snapkv, observed_attention, expected_attention. nullopt for
+// every other method (wrappers, pyramidkv, keydiff block, random, streaming_llm, methods built
+// outside the catalogue, ...), which then run their CPU code on the GPU-captured data.
+std::optional<GpuScorerSpec> gpu_scorer_for(const methods::MethodParams& params);
 
 // scores [Hkv, L] (device, f32) for one layer, computed on `stream`; returns after synchronizing
 // the stream (its temporaries are freed; expected_attention also downloads the layer's moments).

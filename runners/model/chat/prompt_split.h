@@ -15,11 +15,12 @@
 // no separator), and the answer prefix opens the assistant turn. query_aware (evaluate.py) first
 // sets context = context + question (plain concatenation) and question = "".
 //
-// The three parts are what kvaudit tokenizes separately (BRIEF §2): prefix_plus_context is the
-// compressed prefill of the query-agnostic protocol; question and suffix_plus_answer_prefix are fed
-// on top (kvpress tokenizes question + suffix + answer_prefix as one string). Their concatenation
-// is exactly kvpress's context string followed by its question string. The optional system message
-// is a kvaudit extension (kvpress never sends one): it is rendered as a leading system message.
+// The three parts are what kvaudit tokenizes separately (docs/design/protocols.md §Separate
+// tokenization): prefix_plus_context is the compressed prefill of the query-agnostic protocol;
+// question and suffix_plus_answer_prefix are fed on top (kvpress tokenizes question + suffix +
+// answer_prefix as one string). Their concatenation is exactly kvpress's context string followed
+// by its question string. The optional system message is a kvaudit extension (kvpress never sends
+// one): it is rendered as a leading system message.
 //
 // Reproduced quirks: Llama-3.1 trims leading whitespace of the context (content | trim); a context
 // ending in '#' characters loses them to the suffix part, since Python's split finds the separator

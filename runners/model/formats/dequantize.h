@@ -1,10 +1,11 @@
 // Conversion of ggml tensor data to f32 (ggml `src/ggml-quants.c` dequantize_row_*,
-// `src/ggml-common.h` block layouts; /work/shared/reference/inference-anchors.md §3.2).
+// `src/ggml-common.h` block layouts; docs/design/numerics.md §GGUF).
 // Blocks hold QK = 32 consecutive elements along ne[0]:
 //   Q8_0 (34 B): f16 d, i8 qs[32]          x[j] = d * qs[j]
-//   Q4_0 (18 B): f16 d, u8 qs[16]          x[j] = ((qs[j] & 0xF) - 8) * d, x[j+16] = ((qs[j] >> 4)
-//   - 8) * d Q4_1 (20 B): f16 d, f16 m, u8 qs[16]   x[j] = (qs[j] & 0xF) * d + m,   x[j+16] =
-//   (qs[j] >> 4) * d + m
+//   Q4_0 (18 B): f16 d, u8 qs[16]          x[j] = ((qs[j] & 0xF) - 8) * d,
+//                                          x[j+16] = ((qs[j] >> 4) - 8) * d
+//   Q4_1 (20 B): f16 d, f16 m, u8 qs[16]   x[j] = (qs[j] & 0xF) * d + m,
+//                                          x[j+16] = (qs[j] >> 4) * d + m
 // (low nibbles are elements 0-15, high nibbles 16-31). F32 is copied, F16/BF16 widened exactly.
 // The arithmetic is done in f32 exactly as ggml (and gguf-py's numpy reference) does it, so the
 // result is bit-identical to `gguf.quants.dequantize`.

@@ -1,5 +1,5 @@
-// GGUF reader (ggml `docs/gguf.md`, `src/gguf.cpp`; /work/shared/reference/inference-anchors.md
-// §3.2). Little-endian layout:
+// GGUF reader (ggml `docs/gguf.md`, `src/gguf.cpp`; docs/design/numerics.md §GGUF). Little-endian
+// layout:
 //   magic "GGUF" | version u32 (2 or 3; v1 with 32-bit counts is rejected) | tensor_count u64 |
 //   kv_count u64 | kv_count x (key string, value type u32, value) |
 //   tensor_count x (name string, n_dims u32 <= 4, ne u64[n_dims], ggml type u32, offset u64) |

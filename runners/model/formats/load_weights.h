@@ -1,7 +1,7 @@
 // load_model_weights: a decoder model in the layout of runners/model/model_weights.h, from
 //  * an HF directory (config.json [+ generation_config.json], model.safetensors or a sharded
 //    checkpoint with model.safetensors.index.json). Tensor names
-//    (/work/shared/reference/inference-anchors.md §2.1): model.embed_tokens.weight,
+//    (docs/design/numerics.md §Model config): model.embed_tokens.weight,
 //    model.layers.{i}.{input_layernorm, post_attention_layernorm}.weight,
 //    model.layers.{i}.self_attn.{q,k,v,o}_proj.weight (+ q/k/v .bias when attention_bias),
 //    model.layers.{i}.mlp.{gate,up,down}_proj.weight, model.norm.weight, lm_head.weight (absent or

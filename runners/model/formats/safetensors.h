@@ -1,5 +1,5 @@
-// safetensors reader (huggingface/safetensors format; see
-// /work/shared/reference/inference-anchors.md §3.1 and safetensors/src/tensor.rs):
+// safetensors reader (huggingface/safetensors format; see docs/design/numerics.md §safetensors and
+// safetensors/src/tensor.rs):
 //   bytes 0..8        N, little-endian u64 header length (N <= 100,000,000 and 8 + N <= file size)
 //   bytes 8..8+N      UTF-8 JSON object starting with '{', optionally right-padded with spaces:
 //                     {"name": {"dtype": "BF16", "shape": [..], "data_offsets": [begin, end]}, ...,

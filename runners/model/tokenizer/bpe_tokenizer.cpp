@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "base/utf8.h"
 #include "runners/model/model_error.h"
 #include "runners/model/tokenizer/byte_level.h"
 #include "runners/model/tokenizer/message_text.h"
-#include "runners/model/tokenizer/utf8.h"
 
 namespace kvaudit::model {
 namespace {

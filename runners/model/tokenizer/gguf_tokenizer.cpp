@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "base/utf8.h"
 #include "runners/model/model_error.h"
 #include "runners/model/tokenizer/bpe_tokenizer.h"
 #include "runners/model/tokenizer/byte_level.h"
 #include "runners/model/tokenizer/message_text.h"
 #include "runners/model/tokenizer/pretokenizer_patterns.h"
-#include "runners/model/tokenizer/utf8.h"
 
 namespace kvaudit::model {
 namespace {

@@ -1,10 +1,11 @@
 // Pre-tokenizer split patterns of the common byte-level BPE families, and the GGUF
 // tokenizer.ggml.pre names that select them.
 //
-// Sources: GPT-2 from HF tokenizers pre_tokenizers/byte_level.rs; Llama-3 and Qwen2 from
-// /work/shared/reference/inference-anchors.md §4.1 (verbatim from llama.cpp and
-// tokenization_qwen2.py); Qwen3.5, Tekken and GPT-4o from transformers 5.24
-// integrations/gguf/gguf_tokenizer_mapping.py and models/qwen3_5/tokenization_qwen3_5.py. The name
+// Sources: GPT-2 from HF tokenizers pre_tokenizers/byte_level.rs; Llama-3 and Qwen2 verbatim from
+// llama.cpp src/llama-vocab.cpp and transformers models/qwen2/tokenization_qwen2.py
+// (docs/design/tokenizers.md §Pre-tokenizer patterns); Qwen3.5, Tekken and GPT-4o from
+// transformers 5.24 integrations/gguf/gguf_tokenizer_mapping.py and
+// models/qwen3_5/tokenization_qwen3_5.py. The name
 // table mirrors transformers' GGUF_PRE_TOKENIZER_SPLITS (the names it maps to a Split regex); the
 // names it leaves on GPT2Tokenizer's ByteLevel(use_regex=True) that we accept are "default",
 // "gpt-2", "gpt2" and "smollm".

@@ -8,7 +8,7 @@
 // Unicode 6.3). The pattern is therefore rewritten before compiling: outside character classes
 // \s becomes the explicit White_Space class and \S its negation; inside a class \s becomes the
 // White_Space members (a \S inside a class is left to PCRE2). See
-// /work/shared/reference/inference-anchors.md §4.1 (Option B).
+// docs/design/tokenizers.md §Pre-tokenizer patterns.
 //
 // Unicode data: PCRE2 10.42 (Debian 12) has Unicode 14 tables, HF's Oniguruma newer ones, so a code
 // point assigned after Unicode 14 (e.g. U+1CCF0, an Nd digit since Unicode 16) can fall in a

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
+#include "base/utf8.h"
 #include "runners/model/formats/mapped_file.h"
 #include "runners/model/model_error.h"
 #include "runners/model/tokenizer/message_text.h"
 #include "runners/model/tokenizer/sentencepiece_model_proto.h"
-#include "runners/model/tokenizer/utf8.h"
 
 namespace kvaudit::model {
 namespace {

@@ -1,8 +1,8 @@
 // Tokenizer::encode's input check, shared by every implementation.
 #include "runners/model/tokenizer/tokenizer.h"
 
+#include "base/utf8.h"
 #include "runners/model/model_error.h"
-#include "runners/model/tokenizer/utf8.h"
 
 namespace kvaudit::model {
 

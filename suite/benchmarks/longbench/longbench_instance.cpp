@@ -6,7 +6,7 @@
 #include "runners/model/model_error.h"
 #include "suite/benchmarks/longbench/longbench_prompt.h"
 #include "suite/benchmarks/longbench/middle_truncation.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks {
 namespace {

@@ -19,11 +19,11 @@
 // question + answer prefix (a limit so small that the tail half does not cover them, or a
 // tokenizer whose decode does not reproduce them), the instance is refused with an InputError.
 //
-// Lengths (../shared/reference/benchmarks.md §4.2): original_prompt_tokens is pred.py's count of
-// the untruncated prompt (special tokens included); final_prompt_tokens counts the LongBench-
-// protocol prompt as fed; split_*_tokens count the three split parts, each encoded without added
-// special tokens (BOS is part of the rendered text), as kvaudit's runner tokenizes them separately
-// (BRIEF §2).
+// Lengths (docs/design/benchmarks.md §Tokenizer check): original_prompt_tokens is pred.py's
+// count of the untruncated prompt (special tokens included); final_prompt_tokens counts the
+// LongBench-protocol prompt as fed; split_*_tokens count the three split parts, each encoded
+// without added special tokens (BOS is part of the rendered text), as kvaudit's runner tokenizes
+// them separately (docs/design/protocols.md §Separate tokenization).
 #pragma once
 
 #include <cstddef>

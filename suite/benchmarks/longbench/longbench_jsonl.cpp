@@ -9,7 +9,7 @@
 #include <system_error>
 
 #include "runners/model/chat/python_str.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks {
 namespace {

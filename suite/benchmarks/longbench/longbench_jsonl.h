@@ -1,6 +1,6 @@
 // Strict reader of the official LongBench v1 data files (THUDM/LongBench data.zip: one JSONL file
 // per task, "<dir>/<task>.jsonl"; LongBench-E files are "<dir>/<task>_e.jsonl"). Every line is one
-// JSON object with exactly these fields (../shared/reference/benchmarks.md §2.1):
+// JSON object with exactly these fields (docs/design/benchmarks.md §LongBench data):
 //
 //   input        string (may be empty)          the question / query
 //   context      string                         the long document

@@ -1,7 +1,7 @@
 // The LongBench v1 task table (see longbench_task.h for the sources of every string).
 #include "suite/benchmarks/longbench/longbench_task.h"
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::metrics {
 namespace {

@@ -6,7 +6,6 @@
 namespace kvaudit::metrics {
 namespace {
 
-constexpr char32_t kReplacement = 0xFFFD;
 constexpr char32_t kCapitalSigma = 0x03A3;
 constexpr char32_t kSmallSigma = 0x03C3;
 constexpr char32_t kFinalSigma = 0x03C2;
@@ -55,86 +54,6 @@ char32_t lower_capital_sigma(std::u32string_view text, std::size_t i) {
 }
 
 }  // namespace
-
-std::u32string decode_utf8_replace(std::string_view bytes) {
-  std::u32string out;
-  out.reserve(bytes.size());
-  const std::size_t n = bytes.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const auto lead = static_cast<unsigned char>(bytes[i]);
-    if (lead < 0x80) {
-      out.push_back(lead);
-      ++i;
-      continue;
-    }
-    int continuation_bytes = 0;
-    char32_t code_point = 0;
-    unsigned char second_lo = 0x80;  // the valid range of the second byte depends on the lead
-    unsigned char second_hi = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      continuation_bytes = 1;
-      code_point = lead & 0x1Fu;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      continuation_bytes = 2;
-      code_point = lead & 0x0Fu;
-      if (lead == 0xE0) second_lo = 0xA0;  // no overlong forms
-      if (lead == 0xED) second_hi = 0x9F;  // no surrogates
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      continuation_bytes = 3;
-      code_point = lead & 0x07u;
-      if (lead == 0xF0) second_lo = 0x90;  // no overlong forms
-      if (lead == 0xF4) second_hi = 0x8F;  // nothing above U+10FFFF
-    } else {
-      out.push_back(kReplacement);  // 80..C1 and F5..FF never start a character
-      ++i;
-      continue;
-    }
-    std::size_t j = i + 1;
-    bool complete = true;
-    for (int k = 0; k < continuation_bytes; ++k, ++j) {
-      if (j >= n) {
-        complete = false;
-        break;
-      }
-      const auto byte = static_cast<unsigned char>(bytes[j]);
-      const unsigned char lo = k == 0 ? second_lo : 0x80;
-      const unsigned char hi = k == 0 ? second_hi : 0xBF;
-      if (byte < lo || byte > hi) {
-        complete = false;
-        break;
-      }
-      code_point = (code_point << 6) | (byte & 0x3Fu);
-    }
-    // Incomplete: bytes [i, j) are the maximal ill-formed subpart; byte j starts afresh.
-    out.push_back(complete ? code_point : kReplacement);
-    i = j;
-  }
-  return out;
-}
-
-std::string encode_utf8(std::u32string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (const char32_t c : text) {
-    if (c < 0x80) {
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (c >> 6)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else if (c < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (c >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (c >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (c & 0x3F)));
-    }
-  }
-  return out;
-}
 
 bool python_isspace(char32_t c) {
   if (c > kMaxCodePoint) return false;

@@ -3,11 +3,12 @@
 // character properties. Every function names the Python expression it reproduces.
 //
 // Bytes -> code points: Python receives `str`, the suite receives UTF-8 bytes (model output decoded
-// by the tokenizer, answers from JSON). Invalid UTF-8 is NOT an error: it is decoded exactly as
-// CPython's bytes.decode("utf-8", errors="replace") does (each maximal ill-formed subpart, per
-// Unicode's "best practice" that CPython follows, becomes one U+FFFD; surrogate code points
-// encoded as ED A0..BF xx are ill-formed) - which is also what HF tokenizers' decode() hands the
-// official Python scorers when a generation stops inside a multi-byte character.
+// by the tokenizer, answers from JSON). Invalid UTF-8 is NOT an error: base/utf8.h's
+// decode_utf8_replace() decodes it exactly as CPython's bytes.decode("utf-8", errors="replace")
+// does (each maximal ill-formed subpart, per Unicode's "best practice" that CPython follows,
+// becomes one U+FFFD; surrogate code points encoded as ED A0..BF xx are ill-formed) - which is
+// also what HF tokenizers' decode() hands the official Python scorers when a generation stops
+// inside a multi-byte character. encode_utf8() (str.encode("utf-8")) is base/utf8.h's too.
 //
 // Unicode behaviours reproduced (tests/benchmarks/metrics/python_text_test.cpp checks each one on
 // every code point against CPython's own tables in tests/golden/metrics/unicode_python.json):
@@ -27,12 +28,9 @@
 #include <string_view>
 #include <vector>
 
-namespace kvaudit::metrics {
+#include "base/utf8.h"
 
-// bytes.decode("utf-8", errors="replace").
-std::u32string decode_utf8_replace(std::string_view bytes);
-// str.encode("utf-8") (code points are valid scalar values by construction).
-std::string encode_utf8(std::u32string_view text);
+namespace kvaudit::metrics {
 
 // Character classes (see the file comment).
 bool python_isspace(char32_t c);

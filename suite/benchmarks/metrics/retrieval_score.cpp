@@ -5,7 +5,7 @@
 
 #include "suite/benchmarks/metrics/number_match.h"
 #include "suite/benchmarks/metrics/python_text.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::metrics {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "suite/benchmarks/metrics/python_text.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::metrics {
 namespace {

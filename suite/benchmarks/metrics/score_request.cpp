@@ -12,7 +12,7 @@
 #include "suite/benchmarks/metrics/retrieval_score.h"
 #include "suite/benchmarks/metrics/rouge_l.h"
 #include "suite/benchmarks/metrics/ruler_string_match.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::metrics {
 namespace {

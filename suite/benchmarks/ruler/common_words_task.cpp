@@ -1,12 +1,12 @@
-// RULER cwe (NVIDIA/RULER scripts/data/synthetic/common_words_extraction.py; reference/
-// benchmarks.md §1.5): a numbered list "1. w 2. w …" in which 10 common words appear 30 times and
-// the others 3 times (6 and 1 below 4096 tokens), shuffled with the fixed stream (RULER:
-// random.Random(seed).shuffle, the same permutation for every list of one length); gold = the 10
-// common words. The vocabulary is wonderwords' nouns + adjectives + verbs, sorted, deduplicated
-// and shuffled once with the fixed stream; an instance draws its words without replacement (the
-// first 10 are the common ones, so they do not depend on the list size). One few-shot example of
-// 40 words (counts 10 and 3; 20 words, 3 and 1 below 4096) comes first, rendered with the template
-// and answer prefix plus " 1. a 2. b … 10. j", then "\n".
+// RULER cwe (NVIDIA/RULER scripts/data/synthetic/common_words_extraction.py;
+// docs/design/benchmarks.md §RULER task families): a numbered list "1. w 2. w …" in which 10 common
+// words appear 30 times and the others 3 times (6 and 1 below 4096 tokens), shuffled with the fixed
+// stream (RULER: random.Random(seed).shuffle, the same permutation for every list of one length);
+// gold = the 10 common words. The vocabulary is wonderwords' nouns + adjectives + verbs, sorted,
+// deduplicated and shuffled once with the fixed stream; an instance draws its words without
+// replacement (the first 10 are the common ones, so they do not depend on the list size). One
+// few-shot example of 40 words (counts 10 and 3; 20 words, 3 and 1 below 4096) comes first,
+// rendered with the template and answer prefix plus " 1. a 2. b … 10. j", then "\n".
 // Beyond RULER: RULER falls back to another word list when an instance needs more words than the
 // wonderwords pool holds; kvaudit refuses such a length instead (max_units()).
 #include <algorithm>

@@ -1,4 +1,5 @@
-// The cross-tokenizer pitfall, reproduced on purpose (reference/benchmarks.md §4.1–4.2): RULER
+// The cross-tokenizer pitfall, reproduced on purpose (docs/design/benchmarks.md §Tokenizer-length
+// pitfall, §Tokenizer check): RULER
 // instances are sized with a generation tokenizer A (and its chat template; kvpress's published
 // RULER set: Llama-3.1's tokenizer, no chat template) and then re-measured with the evaluated
 // model's tokenizer B and chat template against the model's limit (tokenizer_check.h). Shared by

@@ -8,7 +8,7 @@
 
 #include "suite/benchmarks/ruler/bundled_data.h"
 #include "suite/benchmarks/ruler/text_file.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

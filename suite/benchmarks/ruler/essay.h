@@ -1,4 +1,5 @@
-// The essay haystack of RULER's niah tasks (reference/benchmarks.md §1.5, niah.py):
+// The essay haystack of RULER's niah tasks (niah.py; docs/design/benchmarks.md §RULER task
+// families):
 //  * words: the essay text with every whitespace run collapsed, split on spaces (RULER:
 //    re.sub(r'\s+', " ", essay).split(" "), here without the empty strings a leading or trailing
 //    space would give);

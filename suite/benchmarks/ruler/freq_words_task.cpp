@@ -1,5 +1,6 @@
-// RULER fwe (NVIDIA/RULER scripts/data/synthetic/freq_words_extraction.py; reference/
-// benchmarks.md §1.5): a vocabulary of (L − max_new_tokens) // 50 distinct random 6-letter
+// RULER fwe (NVIDIA/RULER scripts/data/synthetic/freq_words_extraction.py;
+// docs/design/benchmarks.md §RULER task families): a vocabulary of (L − max_new_tokens) // 50
+// distinct random 6-letter
 // lower-case words (drawn until that many are distinct, sorted, shuffled with the fixed stream),
 // rank 0 replaced by "..." (noise); for a stream of N words the word of rank k (1-based) appears
 // floor(N · k^−2 / ζ(2)) times; the stream is shuffled with the fixed stream and joined with
@@ -13,7 +14,7 @@
 #include "suite/benchmarks/ruler/ruler_random.h"
 #include "suite/benchmarks/ruler/ruler_templates.h"
 #include "suite/benchmarks/ruler/task_builder.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

@@ -1,4 +1,5 @@
-// RULER niah tasks (NVIDIA/RULER scripts/data/synthetic/niah.py; reference/benchmarks.md §1.5):
+// RULER niah tasks (NVIDIA/RULER scripts/data/synthetic/niah.py; docs/design/benchmarks.md
+// §RULER task families):
 // needles "One of the special magic {type} for {key} is: {value}." hidden in a noise, essay or
 // needle haystack, then a question about 1 or 4 keys. Configurations (synthetic.yaml):
 //   task             haystack  key    value  #k #v #q
@@ -26,7 +27,7 @@
 #include "suite/benchmarks/ruler/ruler_templates.h"
 #include "suite/benchmarks/ruler/task_builder.h"
 #include "suite/benchmarks/ruler/word_lists.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

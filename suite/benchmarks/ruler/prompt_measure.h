@@ -1,4 +1,5 @@
-// Measures a RULER instance the way the runner will feed it (reference/benchmarks.md §4.2 step 1):
+// Measures a RULER instance the way the runner will feed it (docs/design/benchmarks.md §Tokenizer
+// check, step 1):
 // the kvpress split (runners/model/chat/prompt_split.h) renders context | question | answer prefix
 // with the chat template (or, with none, the tokenizer's BOS text + context and "\n" before the
 // answer prefix, as kvpress does), then

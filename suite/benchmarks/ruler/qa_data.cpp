@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "suite/benchmarks/ruler/text_file.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

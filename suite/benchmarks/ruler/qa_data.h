@@ -1,5 +1,5 @@
 // The documents and questions of RULER's qa_1 (SQuAD v2.0 dev) and qa_2 (HotpotQA dev-distractor),
-// read as RULER's qa.py reads them (reference/benchmarks.md §1.5):
+// read as RULER's qa.py reads them (docs/design/benchmarks.md §RULER task families):
 //  * SQuAD: documents = all unique paragraph `context`s, sorted; questions = every qas entry with
 //    is_impossible false, in file order; its gold = its own paragraph, its preferred distractors
 //    ("more") = the article's other paragraphs; answers = every answers[].text.

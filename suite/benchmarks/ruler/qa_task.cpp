@@ -1,4 +1,5 @@
-// RULER qa_1 / qa_2 (NVIDIA/RULER scripts/data/synthetic/qa.py; reference/benchmarks.md §1.5):
+// RULER qa_1 / qa_2 (NVIDIA/RULER scripts/data/synthetic/qa.py; docs/design/benchmarks.md
+// §RULER task families):
 // instance i asks question i of the data set (in file order; kvaudit wraps around with i modulo
 // the number of questions where RULER would stop). For N documents: below the data set's size,
 // the gold documents, then the question's same-article documents ("more"), then random others
@@ -13,7 +14,7 @@
 #include "suite/benchmarks/ruler/ruler_random.h"
 #include "suite/benchmarks/ruler/ruler_templates.h"
 #include "suite/benchmarks/ruler/task_builder.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

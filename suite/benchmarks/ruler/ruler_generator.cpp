@@ -12,7 +12,7 @@
 #include "suite/benchmarks/ruler/task_builder.h"
 #include "suite/benchmarks/ruler/word_lists.h"
 #include "suite/benchmarks/task_catalog.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

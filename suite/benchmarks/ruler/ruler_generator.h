@@ -1,8 +1,8 @@
-// The native RULER generator (BRIEF §6; reference/benchmarks.md §1): the 13 tasks of
-// suite/benchmarks/task_catalog.h with RULER's templates, counts and answer formats, generated
-// deterministically from (study seed, task, nominal length, instance index) — see ruler_random.h —
-// and fitted to the nominal length L with the tokenizer (and chat template) they will be measured
-// with.
+// The native RULER generator (docs/design/benchmarks.md §RULER; what kvaudit changes:
+// docs/BENCHMARKS.md "RULER (native generator)"): the 13 tasks of suite/benchmarks/task_catalog.h
+// with RULER's templates, counts and answer formats, generated deterministically from (study seed,
+// task, nominal length, instance index) — see ruler_random.h — and fitted to the nominal length L
+// with the tokenizer (and chat template) they will be measured with.
 //
 // Length fitting, exact by construction:
 //  1. per task, a probe instance (a reserved index) is rendered at RULER's probe size

@@ -1,6 +1,7 @@
-// One generated RULER instance as kvaudit stores it (BRIEF §6; reference/benchmarks.md §1.8, §5):
-// the kvpress split of RULER's prompt, the gold answers, the generation budget, the haystack size
-// the length search chose and the token counts measured with the generation tokenizer.
+// One generated RULER instance as kvaudit stores it (docs/design/benchmarks.md §RULER kvpress
+// split, §What an instance stores): the kvpress split of RULER's prompt, the gold answers, the
+// generation budget, the haystack size the length search chose and the token counts measured with
+// the generation tokenizer.
 #pragma once
 
 #include <cstdint>

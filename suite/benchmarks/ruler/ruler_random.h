@@ -12,7 +12,7 @@
 // (and so whatever the tokenizer), and only the layout (positions, fillers) depends on the size.
 // RULER's own "fresh random.Random(seed)" shuffles, which repeat the same permutation for every
 // sample with a list of the same length, use the `fixed` stream of the reserved instance
-// kFixedInstance (reference/benchmarks.md §1.3).
+// kFixedInstance (docs/design/benchmarks.md §RULER random numbers).
 #pragma once
 
 #include <cstdint>

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

@@ -1,7 +1,8 @@
 // RULER's prompt templates and answer prefixes (NVIDIA/RULER c3f5e3b,
-// scripts/data/synthetic/constants.py; reference/benchmarks.md §1.5), the fixed strings its
-// generators use, and kvpress's split of a RULER prompt into context / question / answer prefix
-// (kvpress evaluation/benchmarks/ruler/create_huggingface_dataset.py; benchmarks.md §1.8).
+// scripts/data/synthetic/constants.py; docs/design/benchmarks.md §RULER task families), the fixed
+// strings its generators use, and kvpress's split of a RULER prompt into context / question /
+// answer prefix (kvpress evaluation/benchmarks/ruler/create_huggingface_dataset.py;
+// docs/design/benchmarks.md §RULER kvpress split).
 // The strings are facts reproduced verbatim; the code around them is kvaudit's own.
 #pragma once
 

@@ -1,9 +1,10 @@
-// The interface between the RULER length search (ruler_generator.cpp) and the five task families.
-// A TaskBuilder knows one task's configuration (synthetic.yaml, reference/benchmarks.md §1.4); its
-// draft(index) makes the size-independent draws of one instance and returns a function that renders
-// the instance's full text (RULER input + answer prefix) for a haystack of `units` units (essay
-// words, noise sentences, filler needles, documents or list words). Rendering twice with the same
-// units gives the same text: the size-dependent draws restart from the instance's layout stream.
+// The interface between the RULER length search (ruler_generator.cpp) and the five task families. A
+// TaskBuilder knows one task's configuration (synthetic.yaml, docs/design/benchmarks.md §RULER
+// tasks); its draft(index) makes the size-independent draws of one instance and returns a function
+// that renders the instance's full text (RULER input + answer prefix) for a haystack of `units`
+// units (essay words, noise sentences, filler needles, documents or list words). Rendering twice
+// with the same units gives the same text: the size-dependent draws restart from the instance's
+// layout stream.
 #pragma once
 
 #include <cstddef>

@@ -6,7 +6,7 @@
 #include <iterator>
 #include <system_error>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

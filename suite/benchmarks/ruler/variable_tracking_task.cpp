@@ -1,8 +1,8 @@
-// RULER vt (NVIDIA/RULER scripts/data/synthetic/variable_tracking.py; reference/benchmarks.md
-// §1.5): one chain of 4 hops (5 variables of 5 random upper-case letters, value a random integer
-// in [10000, 99999)) written as "VAR AAAAA = 12345", "VAR BBBBB = VAR AAAAA " (trailing space)
-// into a haystack of noise sentences at sorted random positions (chain order kept), lines joined
-// with "\n"; gold = the 5 variable names.
+// RULER vt (NVIDIA/RULER scripts/data/synthetic/variable_tracking.py; docs/design/benchmarks.md
+// §RULER task families): one chain of 4 hops (5 variables of 5 random upper-case letters, value a
+// random integer in [10000, 99999)) written as "VAR AAAAA = 12345", "VAR BBBBB = VAR AAAAA "
+// (trailing space) into a haystack of noise sentences at sorted random positions (chain order
+// kept), lines joined with "\n"; gold = the 5 variable names.
 // One-shot example, always on: built once per (seed, task, length) like a real sample but with
 // 3-letter names and value 12345, its noise count the largest whose text (input + answer prefix,
 // no chat template) stays within 500 generation-tokenizer tokens (RULER's max_seq_length=500 call,
@@ -14,7 +14,7 @@
 #include "suite/benchmarks/ruler/ruler_random.h"
 #include "suite/benchmarks/ruler/ruler_templates.h"
 #include "suite/benchmarks/ruler/task_builder.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

@@ -1,4 +1,5 @@
-// The vocabularies RULER draws words from (reference/benchmarks.md §1.5), built from the bundled
+// The vocabularies RULER draws words from (docs/design/benchmarks.md §RULER task families), built
+// from the bundled
 // wonderwords lists (bundled_data.h) exactly as RULER builds them from wonderwords' files:
 //  * a list file is read line by line with trailing whitespace removed (wonderwords'
 //    _get_words_from_text_file: readlines + rstrip);

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "suite/benchmarks/longbench/longbench_prompt.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "tests/benchmarks/longbench/longbench_test_paths.h"
 
 namespace kvaudit::benchmarks {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "tests/benchmarks/longbench/longbench_test_paths.h"
 
 namespace kvaudit::benchmarks {

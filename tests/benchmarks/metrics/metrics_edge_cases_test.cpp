@@ -15,7 +15,7 @@
 #include "suite/benchmarks/metrics/ruler_string_match.h"
 #include "suite/benchmarks/metrics/score_request.h"
 #include "suite/benchmarks/metrics/task_scoring.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::metrics {
 namespace {

@@ -15,7 +15,7 @@
 #include "suite/benchmarks/metrics/python_text.h"
 #include "suite/benchmarks/metrics/score_request.h"
 #include "suite/benchmarks/metrics/task_scoring.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 #include "tests/benchmarks/metrics/golden_fixture.h"
 
 namespace kvaudit::metrics {

@@ -14,7 +14,7 @@
 #include "suite/benchmarks/metrics/metric.h"
 #include "suite/benchmarks/metrics/python_text.h"
 #include "suite/benchmarks/metrics/score_request.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::metrics {
 namespace {

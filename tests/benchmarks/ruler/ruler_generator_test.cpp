@@ -15,7 +15,7 @@
 #include "runners/model/tokenizer/tokenizer.h"
 #include "suite/benchmarks/ruler/ruler_jsonl.h"
 #include "suite/benchmarks/tokenizer_check.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

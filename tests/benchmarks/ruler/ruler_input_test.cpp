@@ -12,7 +12,7 @@
 #include "suite/benchmarks/ruler/ruler_random.h"
 #include "suite/benchmarks/ruler/ruler_templates.h"
 #include "suite/benchmarks/ruler/word_lists.h"
-#include "suite/common/errors.h"
+#include "base/errors.h"
 
 namespace kvaudit::benchmarks::ruler {
 namespace {

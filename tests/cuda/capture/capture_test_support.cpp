@@ -34,7 +34,7 @@ std::vector<std::int32_t> lcg_tokens(int count, int vocab, std::uint64_t seed) {
 }
 
 DualCaptureObserver::DualCaptureObserver(const model::ModelConfig& config, int capacity,
-                                         unit::PrefillCapture& cpu_capture,
+                                         cpu::CpuPrefillCapture& cpu_capture,
                                          CudaPrefillCapture& gpu_capture)
     : config_(config),
       capacity_(capacity),
@@ -112,7 +112,7 @@ const TinyPrefill& tiny_prefill() {
     auto p = std::make_unique<TinyPrefill>();
     p->weights = model::load_model_weights(std::filesystem::path(KVAUDIT_TINY_MODELS_DIR) /
                                            "llama" / "bf16");
-    p->model = std::make_unique<cpu::CpuModel>(p->weights, cpu::AttentionBackend::eager);
+    p->model = std::make_unique<cpu::CpuModel>(p->weights, AttentionBackend::eager);
     unit::CaptureOptions options;
     options.boundaries = {kLc, kLq};
     options.window_rows = kWindow;
@@ -120,13 +120,13 @@ const TinyPrefill& tiny_prefill() {
     options.query_moments = true;
     options.moments_first_row = 4;
     const model::ModelConfig& config = p->weights.config;
-    p->cpu_capture = std::make_unique<unit::PrefillCapture>(config, options);
+    p->cpu_capture = std::make_unique<cpu::CpuPrefillCapture>(config, options);
     p->gpu_capture = std::make_unique<CudaPrefillCapture>(config, options);
     p->observer =
         std::make_unique<DualCaptureObserver>(config, kTokens, *p->cpu_capture, *p->gpu_capture);
     p->state = std::make_unique<cpu::SequenceState>(p->model->new_sequence());
     const auto tokens = lcg_tokens(kTokens, config.vocab_size, 20240611);
-    p->model->prefill(*p->state, tokens, cpu::LogitRows::none, p->observer.get());
+    p->model->prefill(*p->state, tokens, LogitRows::none, p->observer.get());
     return p;
   }();
   return *prefill;

@@ -1,5 +1,5 @@
 // Shared setup of the CUDA capture tests: ONE CPU prefill of the tiny bf16 golden Llama (200 LCG
-// tokens) whose every layer is fed both to the CPU unit::PrefillCapture and — uploaded into a
+// tokens) whose every layer is fed both to the CPU cpu::CpuPrefillCapture and — uploaded into a
 // device cache and query buffers — to the CudaPrefillCapture, so both captures see identical Q/K/V;
 // and the eager probability matrices of both backends (CPU kernels vs capture kernels).
 #pragma once
@@ -15,7 +15,7 @@
 #include "runners/cuda/capture/cuda_prefill_capture.h"
 #include "runners/cuda/device_buffer.h"
 #include "runners/model/model_weights.h"
-#include "runners/unit/prefill_capture.h"
+#include "runners/cpu/cpu_prefill_capture.h"
 
 namespace kvaudit::cuda::test {
 
@@ -32,7 +32,7 @@ std::vector<std::int32_t> lcg_tokens(int count, int vocab, std::uint64_t seed);
 class DualCaptureObserver : public cpu::PrefillObserver {
  public:
   DualCaptureObserver(const model::ModelConfig& config, int capacity,
-                      unit::PrefillCapture& cpu_capture, CudaPrefillCapture& gpu_capture);
+                      cpu::CpuPrefillCapture& cpu_capture, CudaPrefillCapture& gpu_capture);
   bool wants_pre_rope_queries() const override { return true; }
   void on_layer(const cpu::PrefillLayerView& view) override;
 
@@ -42,7 +42,7 @@ class DualCaptureObserver : public cpu::PrefillObserver {
  private:
   model::ModelConfig config_;
   int capacity_;
-  unit::PrefillCapture& cpu_capture_;
+  cpu::CpuPrefillCapture& cpu_capture_;
   CudaPrefillCapture& gpu_capture_;
   DeviceBuffer<bf16> cache_keys_, cache_values_;
   DeviceBuffer<std::int32_t> cache_positions_, cache_lengths_;
@@ -52,7 +52,7 @@ struct TinyPrefill {
   model::ModelWeights weights;
   std::unique_ptr<cpu::CpuModel> model;
   std::unique_ptr<cpu::SequenceState> state;
-  std::unique_ptr<unit::PrefillCapture> cpu_capture;
+  std::unique_ptr<cpu::CpuPrefillCapture> cpu_capture;
   std::unique_ptr<CudaPrefillCapture> gpu_capture;
   std::unique_ptr<DualCaptureObserver> observer;
 };

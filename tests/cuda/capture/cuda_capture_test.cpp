@@ -1,4 +1,4 @@
-// CudaPrefillCapture against the CPU unit::PrefillCapture fed identical Q/K/V: window queries,
+// CudaPrefillCapture against the CPU cpu::CpuPrefillCapture fed identical Q/K/V: window queries,
 // keys and values exact; query moments ≤ 1e-12 relative; the eager probabilities of the capture
 // kernels vs the CPU kernels (count of differing bf16 values) and the column sums (≤ 1e-5 relative
 // where the p's agree); a synthetic H=9, Hkv=3, d=64 layer at b=2048 against the CPU capture code
@@ -140,7 +140,7 @@ TEST(CudaCapture, SyntheticColumnSumsAtLength2048MatchCpuCapture) {
   options.column_sums = true;
 
   // CPU capture code path.
-  unit::PrefillCapture cpu_capture(config, options);
+  cpu::CpuPrefillCapture cpu_capture(config, options);
   cpu::PrefillLayerView view;
   view.layer = 0;
   view.num_tokens = kRows;

@@ -85,6 +85,11 @@ Agreement agree(const std::vector<float>& a, const std::vector<float>& b) {
   return out;
 }
 
+// The GPU scorer of a method config, chosen by the built method's typed parameters.
+std::optional<GpuScorerSpec> spec_of(const methods::MethodConfig& config) {
+  return gpu_scorer_for(methods::make_method(config)->parameters());
+}
+
 TEST(GpuScorers, ScoresAndKeptSetsMatchCpuScorers) {
   KVAUDIT_REQUIRE_GPU();
   const TinyPrefill& p = tiny_prefill();
@@ -92,7 +97,7 @@ TEST(GpuScorers, ScoresAndKeptSetsMatchCpuScorers) {
   const auto inv_freq = p.model->rope_inv_freq();
   std::size_t kept_total = 0, kept_shared = 0;
   for (const Case& test : cases()) {
-    const auto spec = gpu_scorer_spec(test.config);
+    const auto spec = spec_of(test.config);
     ASSERT_TRUE(spec.has_value()) << test.config.name;
     const auto scorer = methods::make_scorer(test.config);
     std::size_t method_total = 0, method_shared = 0, n_scores = 0, n_differ = 0;
@@ -202,32 +207,36 @@ TEST(GpuTopK, EqualsLowerIndexPolicyWithTiesNanAndSignedZero) {
   EXPECT_TRUE(select_top_k_on_gpu(device.data(), kHeads, kLength, 0, nullptr)[0].empty());
 }
 
-TEST(GpuScorers, ConfigResolution) {
-  KVAUDIT_REQUIRE_GPU();
+// Host code only: runs without a GPU.
+TEST(GpuScorers, ChosenByTheMethodsTypedParameters) {
   for (const Case& test : cases())
-    EXPECT_TRUE(gpu_scorer_available(test.config)) << test.config.name;
-  const auto snap = gpu_scorer_spec(method_config("", "snapkv"));
+    EXPECT_TRUE(spec_of(test.config).has_value()) << test.config.name;
+  const auto snap = spec_of(method_config("", "snapkv"));
   ASSERT_TRUE(snap.has_value());
   EXPECT_EQ(snap->snapkv.window, 64);  // catalogue default (kvpress)
   EXPECT_EQ(snap->snapkv.kernel_size, 5);
-  const auto expected = gpu_scorer_spec(method_config("", "expected_attention"));
+  const auto expected = spec_of(method_config("", "expected_attention"));
   ASSERT_TRUE(expected.has_value());
   EXPECT_EQ(expected->expected.n_sink, 4);
   EXPECT_EQ(expected->expected.n_future_positions, 512);
-  EXPECT_FALSE(gpu_scorer_available(method_config("", "keydiff", "block")));
-  EXPECT_FALSE(gpu_scorer_available(method_config("", "streaming_llm")));
-  EXPECT_FALSE(gpu_scorer_available(method_config("", "no_such_method")));
-  EXPECT_THROW(
-      gpu_scorer_spec(method_config("", "snapkv", "", Params{{"kernel_size", std::int64_t{4}}})),
-      std::invalid_argument);
+  EXPECT_FALSE(spec_of(method_config("", "keydiff", "block")).has_value());
+  EXPECT_FALSE(spec_of(method_config("", "streaming_llm")).has_value());
+  // An invalid config never gets as far as a GPU scorer: resolving it throws.
+  EXPECT_THROW(spec_of(method_config("", "no_such_method")), std::invalid_argument);
+  EXPECT_THROW(spec_of(method_config("", "snapkv", "", Params{{"kernel_size", std::int64_t{4}}})),
+               std::invalid_argument);
+}
+
+TEST(GpuScorers, CaptureWithoutWhatTheScorerReadsIsRefused) {
+  KVAUDIT_REQUIRE_GPU();
   // A capture without what a scorer reads is refused with the scorer's name.
   const TinyPrefill& p = tiny_prefill();
   DeviceLayerCapture layer = p.gpu_capture->device_layer(0, kLc);
   layer.column_sums = nullptr;
   DeviceBuffer<float> scores(sz(layer.num_kv_heads) * sz(layer.length));
   try {
-    score_on_gpu(*gpu_scorer_spec(method_config("", "observed_attention")), layer, {},
-                 scores.data(), nullptr);
+    score_on_gpu(*spec_of(method_config("", "observed_attention")), layer, {}, scores.data(),
+                 nullptr);
     ADD_FAILURE() << "missing column sums were accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("observed_attention"), std::string::npos) << e.what();

@@ -14,6 +14,7 @@
 
 #include "runners/cpu/kv_cache.h"
 #include "runners/cpu/rope.h"
+#include "runners/model/rope_tables.h"
 #include "runners/cuda/cuda_check.h"
 #include "runners/cuda/device_buffer.h"
 #include "runners/cuda/kernels/kernels.h"
@@ -76,12 +77,12 @@ void check_rope_split_append(const ModelShape& shape, const model::RopeConfig& r
 
   // cos/sin for every position up to the largest one (rope_cos_sin, bf16-rounded).
   const int max_position = *std::max_element(positions.begin(), positions.end()) + 1;
-  const std::vector<float> inv_freq = cpu::rope_inv_freq(rope, d);
+  const std::vector<float> inv_freq = model::rope_inv_freq(rope, d);
   std::vector<std::int32_t> all_positions(static_cast<std::size_t>(max_position));
   for (int p = 0; p < max_position; ++p) all_positions[static_cast<std::size_t>(p)] = p;
   std::vector<float> cos_table(static_cast<std::size_t>(max_position) * dim);
   std::vector<float> sin_table(cos_table.size());
-  cpu::rope_cos_sin(inv_freq, all_positions, cpu::Rounding::bf16, cos_table, sin_table);
+  model::rope_cos_sin(inv_freq, all_positions, model::Rounding::bf16, cos_table, sin_table);
 
   const std::size_t width = static_cast<std::size_t>(H + 2 * Hkv) * dim;
   const std::vector<float> qkv = random.bf16_values(static_cast<std::size_t>(T) * width, -3, 3);

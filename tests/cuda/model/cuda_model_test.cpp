@@ -17,7 +17,6 @@
 namespace kvaudit::cuda::test {
 namespace {
 
-using cpu::AttentionBackend;
 using parity_test::DifferenceStats;
 using parity_test::TopOneAgreement;
 
@@ -25,17 +24,17 @@ const char* name_of(AttentionBackend backend) {
   return backend == AttentionBackend::eager ? "eager" : "sdpa";
 }
 
-cpu::LogitMatrix cpu_all_logits(const cpu::CpuModel& model, const std::vector<std::int32_t>& ids) {
+LogitMatrix cpu_all_logits(cpu::CpuModel& model, const std::vector<std::int32_t>& ids) {
   cpu::SequenceState state = model.new_sequence();
-  return model.prefill(state, ids, cpu::LogitRows::all);
+  return model.prefill(state, ids, LogitRows::all);
 }
 
-cpu::LogitMatrix cuda_all_logits(CudaModel& model, const std::vector<std::int32_t>& ids) {
+LogitMatrix cuda_all_logits(CudaModel& model, const std::vector<std::int32_t>& ids) {
   DeviceKvCache cache = model.new_sequence(static_cast<int>(ids.size()) + 8);
-  return model.prefill(cache, ids, cpu::LogitRows::all);
+  return model.prefill(cache, ids, LogitRows::all);
 }
 
-double max_abs_difference(const cpu::LogitMatrix& a, const cpu::LogitMatrix& b) {
+double max_abs_difference(const LogitMatrix& a, const LogitMatrix& b) {
   DifferenceStats stats;
   stats.add(a.values, b.values);
   return stats.max_abs;
@@ -49,17 +48,17 @@ struct Comparison {
 // GPU vs CPU on every position of `prompts` for one backend.
 Comparison compare_prompts(const model::ModelWeights& weights, AttentionBackend backend,
                            const std::vector<std::vector<std::int32_t>>& prompts) {
-  const cpu::CpuModel cpu_model(weights, backend, cpu_twin_options());
-  const cpu::CpuModel cpu_other(
+  cpu::CpuModel cpu_model(weights, backend, cpu_twin_options());
+  cpu::CpuModel cpu_other(
       weights,
       backend == AttentionBackend::eager ? AttentionBackend::sdpa : AttentionBackend::eager,
       cpu_twin_options());
   CudaModel gpu_model(weights, backend);
   Comparison result;
   for (const auto& ids : prompts) {
-    const cpu::LogitMatrix reference = cpu_all_logits(cpu_model, ids);
-    const cpu::LogitMatrix other = cpu_all_logits(cpu_other, ids);
-    const cpu::LogitMatrix ours = cuda_all_logits(gpu_model, ids);
+    const LogitMatrix reference = cpu_all_logits(cpu_model, ids);
+    const LogitMatrix other = cpu_all_logits(cpu_other, ids);
+    const LogitMatrix ours = cuda_all_logits(gpu_model, ids);
     EXPECT_EQ(ours.rows, reference.rows);
     if (ours.rows != reference.rows) continue;
     const double noise = max_abs_difference(reference, other);
@@ -105,7 +104,7 @@ TEST_P(TinyModelCudaVsCpu, GreedyContinuation) {
   KVAUDIT_REQUIRE_GPU();
   const TinyCase& c = GetParam();
   const model::ModelWeights& weights = bf16_weights(tiny_models_dir() / c.model / "bf16");
-  const cpu::CpuModel cpu_model(weights, c.backend, cpu_twin_options());
+  cpu::CpuModel cpu_model(weights, c.backend, cpu_twin_options());
   CudaModel gpu_model(weights, c.backend);
   int identical = 0;
   int total = 0;
@@ -183,7 +182,7 @@ TEST_P(Smollm2CudaVsCpu, LogitsTopOneAtEveryPosition) {
 TEST_P(Smollm2CudaVsCpu, GreedyOutputsIdenticalOnGoldenPrompts) {
   const AttentionBackend backend = GetParam();
   const model::ModelWeights& weights = bf16_weights(smollm2_gguf());
-  const cpu::CpuModel cpu_model(weights, backend, cpu_twin_options());
+  cpu::CpuModel cpu_model(weights, backend, cpu_twin_options());
   CudaModel gpu_model(weights, backend);
   const int new_tokens = golden().manifest().at("greedy_new_tokens").get<int>();
   const std::vector<int> eos = weights.config.eos_token_ids;
@@ -240,8 +239,8 @@ TEST(CudaModelDecode, GraphReplayEqualsEagerLaunchesBitForBit) {
     for (int i = 0; i < 3; ++i) {
       const auto ids = lcg_tokens(20 + 5 * static_cast<std::size_t>(i), weights.config.vocab_size,
                                   static_cast<std::uint32_t>(11 + i));
-      with.prefill(caches[static_cast<std::size_t>(i)], ids, cpu::LogitRows::none);
-      without.prefill(plain[static_cast<std::size_t>(i)], ids, cpu::LogitRows::none);
+      with.prefill(caches[static_cast<std::size_t>(i)], ids, LogitRows::none);
+      without.prefill(plain[static_cast<std::size_t>(i)], ids, LogitRows::none);
     }
     DeviceKvCache* a[] = {&caches[0], &caches[1], &caches[2]};
     DeviceKvCache* b[] = {&plain[0], &plain[1], &plain[2]};
@@ -250,8 +249,8 @@ TEST(CudaModelDecode, GraphReplayEqualsEagerLaunchesBitForBit) {
       const std::int32_t tokens[] = {static_cast<std::int32_t>(step + 1),
                                      static_cast<std::int32_t>(2 * step + 3),
                                      static_cast<std::int32_t>(5 * step + 7)};
-      const cpu::LogitMatrix x = with.decode_step(a, tokens);
-      const cpu::LogitMatrix y = without.decode_step(b, tokens);
+      const LogitMatrix x = with.decode_step(a, tokens);
+      const LogitMatrix y = without.decode_step(b, tokens);
       worst = std::max(worst, max_abs_difference(x, y));
     }
     std::printf(
@@ -267,16 +266,16 @@ TEST(CudaModelDecode, DecodeStepsAgreeWithPrefillOfTheSameTokens) {
   for (AttentionBackend backend : {AttentionBackend::eager, AttentionBackend::sdpa}) {
     CudaModel model(weights, backend);
     const auto ids = lcg_tokens(48, weights.config.vocab_size, 5);
-    const cpu::LogitMatrix full = cuda_all_logits(model, ids);
+    const LogitMatrix full = cuda_all_logits(model, ids);
     DeviceKvCache cache = model.new_sequence(64);
     model.prefill(cache, std::vector<std::int32_t>(ids.begin(), ids.begin() + 40),
-                  cpu::LogitRows::none);
+                  LogitRows::none);
     TopOneAgreement top1;
     DifferenceStats difference;
     for (std::size_t t = 40; t < ids.size(); ++t) {
       DeviceKvCache* batch[] = {&cache};
       const std::int32_t token[] = {ids[t]};
-      const cpu::LogitMatrix step = model.decode_step(batch, token);
+      const LogitMatrix step = model.decode_step(batch, token);
       top1.add_row(step.row(0), full.row(static_cast<int>(t)), 0.0);
       difference.add(step.row(0), full.row(static_cast<int>(t)));
     }
@@ -297,9 +296,9 @@ TEST(CudaModelPrefill, BatchedPrefillMatchesSeparatePrefills) {
     DeviceKvCache a = model.new_sequence(64), b = model.new_sequence(64);
     DeviceKvCache* both[] = {&a, &b};
     const std::span<const std::int32_t> lists[] = {first, second};
-    const auto batched = model.prefill_batch(both, lists, cpu::LogitRows::all);
-    const cpu::LogitMatrix alone_first = cuda_all_logits(model, first);
-    const cpu::LogitMatrix alone_second = cuda_all_logits(model, second);
+    const auto batched = model.prefill_batch(both, lists, LogitRows::all);
+    const LogitMatrix alone_first = cuda_all_logits(model, first);
+    const LogitMatrix alone_second = cuda_all_logits(model, second);
     TopOneAgreement top1;
     for (int r = 0; r < alone_first.rows; ++r)
       top1.add_row(batched[0].row(r), alone_first.row(r), 0.0);
@@ -321,9 +320,9 @@ TEST(CudaModelInput, BadTokensAndFullCachesAreRefusedBeforeAnyKernelRuns) {
   CudaModel model(weights, AttentionBackend::sdpa);
   DeviceKvCache cache = model.new_sequence(8);
   const std::vector<std::int32_t> bad = {1, weights.config.vocab_size};
-  EXPECT_THROW(model.prefill(cache, bad, cpu::LogitRows::last), std::invalid_argument);
+  EXPECT_THROW(model.prefill(cache, bad, LogitRows::last), std::invalid_argument);
   const std::vector<std::int32_t> too_long(9, 1);
-  EXPECT_THROW(model.prefill(cache, too_long, cpu::LogitRows::last), std::length_error);
+  EXPECT_THROW(model.prefill(cache, too_long, LogitRows::last), std::length_error);
   EXPECT_EQ(cache.original_length(), 0);
   EXPECT_EQ(cache.kept_entries(), 0u);
 }

@@ -26,13 +26,13 @@ class DeviceKvCacheTest : public ::testing::Test {
   void SetUp() override {
     KVAUDIT_REQUIRE_GPU();
     weights_ = &bf16_weights(tiny_models_dir() / "llama" / "bf16");
-    model_ = std::make_unique<CudaModel>(*weights_, cpu::AttentionBackend::sdpa);
+    model_ = std::make_unique<CudaModel>(*weights_, AttentionBackend::sdpa);
   }
   DeviceKvCache prefilled(int tokens) {
     DeviceKvCache cache = model_->new_sequence(64);
     std::vector<std::int32_t> ids(static_cast<std::size_t>(tokens));
     for (int i = 0; i < tokens; ++i) ids[static_cast<std::size_t>(i)] = (7 * i + 3) % 300;
-    model_->prefill(cache, ids, cpu::LogitRows::none);
+    model_->prefill(cache, ids, LogitRows::none);
     return cache;
   }
   const model::ModelWeights* weights_ = nullptr;
@@ -101,7 +101,7 @@ TEST_F(DeviceKvCacheTest, TruncateRewindsAndCloneIsDeep) {
   EXPECT_EQ(download(cache, 1, 1).positions.size(), 20u);  // the original is untouched
   // New tokens continue at the truncated length, like cpu::KvCache::truncate.
   const std::vector<std::int32_t> more = {5, 6};
-  model_->prefill(copy, more, cpu::LogitRows::none);
+  model_->prefill(copy, more, LogitRows::none);
   const HeadData after = download(copy, 0, 0);
   ASSERT_EQ(after.positions.size(), 13u);
   EXPECT_EQ(after.positions[11], 11);

@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "base/argmax.h"
 #include "runners/cpu/cpu_model.h"
-#include "runners/cpu/greedy_generation.h"
 #include "runners/cuda/cuda_model.h"
+#include "runners/unit/greedy_decoding.h"
 #include "runners/cuda/device_weights.h"
 #include "runners/model/formats/load_weights.h"
 
@@ -57,16 +58,16 @@ inline cpu::CpuModelOptions cpu_twin_options() {
   return options;
 }
 
-// Greedy continuation on the CPU backend (cpu::generate_greedy).
-inline std::vector<std::int32_t> cpu_greedy(const cpu::CpuModel& model,
+// Greedy continuation on the CPU backend (unit::generate_greedy).
+inline std::vector<std::int32_t> cpu_greedy(cpu::CpuModel& model,
                                             const std::vector<std::int32_t>& prompt, int new_tokens,
                                             const std::vector<int>& eos) {
   cpu::SequenceState state = model.new_sequence();
-  const cpu::LogitMatrix last = model.prefill(state, prompt, cpu::LogitRows::last);
-  cpu::GreedyOptions options;
+  const LogitMatrix last = model.prefill(state, prompt, LogitRows::last);
+  unit::GreedyOptions options;
   options.max_new_tokens = new_tokens;
   options.eos_token_ids.assign(eos.begin(), eos.end());
-  return cpu::generate_greedy(model, state, last.row(0), options).tokens;
+  return unit::generate_greedy(model, state, last.row(0), options).tokens;
 }
 
 // The same loop on the CUDA model (argmax with torch's tie rule, eos included, last token not fed).
@@ -74,10 +75,10 @@ inline std::vector<std::int32_t> cuda_greedy(CudaModel& model,
                                              const std::vector<std::int32_t>& prompt,
                                              int new_tokens, const std::vector<int>& eos) {
   DeviceKvCache cache = model.new_sequence(static_cast<int>(prompt.size()) + new_tokens + 1);
-  cpu::LogitMatrix logits = model.prefill(cache, prompt, cpu::LogitRows::last);
+  LogitMatrix logits = model.prefill(cache, prompt, LogitRows::last);
   std::vector<std::int32_t> out;
   for (int step = 0; step < new_tokens; ++step) {
-    const std::int32_t token = cpu::argmax_token(logits.row(0));
+    const std::int32_t token = argmax_token(logits.row(0));
     out.push_back(token);
     bool stop = false;
     for (int e : eos) stop = stop || e == token;

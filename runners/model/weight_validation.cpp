@@ -1,5 +1,5 @@
 // Weight/config consistency checks; see weight_validation.h.
-#include "runners/cpu/weight_validation.h"
+#include "runners/model/weight_validation.h"
 
 #include <cstddef>
 #include <string>
@@ -7,7 +7,7 @@
 
 #include "runners/model/model_error.h"
 
-namespace kvaudit::cpu {
+namespace kvaudit::model {
 namespace {
 
 [[noreturn]] void fail(const model::ModelWeights& weights, const std::string& what) {
@@ -103,4 +103,4 @@ void validate_model_weights(const model::ModelWeights& weights) {
   }
 }
 
-}  // namespace kvaudit::cpu
+}  // namespace kvaudit::model

@@ -1,13 +1,14 @@
-// Greedy decoding (single and batched); see greedy_generation.h.
-#include "runners/cpu/greedy_generation.h"
+// Greedy decoding (single and batched) over an InferenceEngine; see greedy_decoding.h.
+#include "runners/unit/greedy_decoding.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 
-namespace kvaudit::cpu {
+#include "base/argmax.h"
+
+namespace kvaudit::unit {
 namespace {
 
 bool is_eos(std::int32_t token, const GreedyOptions& options) {
@@ -27,50 +28,40 @@ bool take_token(GreedyOutput& output, std::int32_t token, const GreedyOptions& o
 
 }  // namespace
 
-std::int32_t argmax_token(std::span<const float> logits) {
-  if (logits.empty()) throw std::invalid_argument("argmax_token: empty logits");
-  std::size_t best = 0;
-  for (std::size_t i = 0; i < logits.size(); ++i) {
-    if (std::isnan(logits[i])) return static_cast<std::int32_t>(i);
-    if (logits[i] > logits[best]) best = i;
-  }
-  return static_cast<std::int32_t>(best);
-}
-
-GreedyOutput generate_greedy(const CpuModel& model, SequenceState& state,
+GreedyOutput generate_greedy(InferenceEngine& engine, SequenceCache& cache,
                              std::span<const float> last_logits, const GreedyOptions& options) {
-  SequenceState* const states[] = {&state};
+  SequenceCache* const caches[] = {&cache};
   LogitMatrix logits;
   logits.rows = 1;
   logits.vocab = static_cast<int>(last_logits.size());
   logits.values.assign(last_logits.begin(), last_logits.end());
-  return std::move(generate_greedy_batch(model, states, logits, options).front());
+  return std::move(generate_greedy_batch(engine, caches, logits, options).front());
 }
 
-std::vector<GreedyOutput> generate_greedy_batch(const CpuModel& model,
-                                                std::span<SequenceState* const> states,
+std::vector<GreedyOutput> generate_greedy_batch(InferenceEngine& engine,
+                                                std::span<SequenceCache* const> caches,
                                                 const LogitMatrix& last_logits,
                                                 const GreedyOptions& options) {
   if (options.max_new_tokens < 0) {
     throw std::invalid_argument("greedy generation: max_new_tokens must be >= 0, got " +
                                 std::to_string(options.max_new_tokens));
   }
-  if (last_logits.rows != static_cast<int>(states.size()) ||
-      last_logits.vocab != model.config().vocab_size ||
+  const int vocab = engine.config().vocab_size;
+  if (last_logits.rows != static_cast<int>(caches.size()) || last_logits.vocab != vocab ||
       last_logits.values.size() != static_cast<std::size_t>(last_logits.rows) *
                                        static_cast<std::size_t>(last_logits.vocab)) {
-    throw std::invalid_argument(
-        "greedy generation: last_logits is [" + std::to_string(last_logits.rows) + ", " +
-        std::to_string(last_logits.vocab) + "], expected [" + std::to_string(states.size()) + ", " +
-        std::to_string(model.config().vocab_size) + "]");
+    throw std::invalid_argument("greedy generation: last_logits is [" +
+                                std::to_string(last_logits.rows) + ", " +
+                                std::to_string(last_logits.vocab) + "], expected [" +
+                                std::to_string(caches.size()) + ", " + std::to_string(vocab) + "]");
   }
-  std::vector<GreedyOutput> outputs(states.size());
+  std::vector<GreedyOutput> outputs(caches.size());
   if (options.max_new_tokens == 0) return outputs;
 
   // active[k] = index of the k-th unfinished sequence; next_tokens[k] its token to decode.
   std::vector<std::size_t> active;
   std::vector<std::int32_t> next_tokens;
-  for (std::size_t i = 0; i < states.size(); ++i) {
+  for (std::size_t i = 0; i < caches.size(); ++i) {
     const std::int32_t token = argmax_token(last_logits.row(static_cast<int>(i)));
     if (!take_token(outputs[i], token, options)) {
       active.push_back(i);
@@ -78,10 +69,10 @@ std::vector<GreedyOutput> generate_greedy_batch(const CpuModel& model,
     }
   }
   while (!active.empty()) {
-    std::vector<SequenceState*> batch;
+    std::vector<SequenceCache*> batch;
     batch.reserve(active.size());
-    for (std::size_t i : active) batch.push_back(states[i]);
-    const LogitMatrix logits = model.decode_step(batch, next_tokens);
+    for (std::size_t i : active) batch.push_back(caches[i]);
+    const LogitMatrix logits = engine.decode_step(batch, next_tokens);
     std::vector<std::size_t> still_active;
     std::vector<std::int32_t> still_next;
     for (std::size_t k = 0; k < active.size(); ++k) {
@@ -98,4 +89,4 @@ std::vector<GreedyOutput> generate_greedy_batch(const CpuModel& model,
   return outputs;
 }
 
-}  // namespace kvaudit::cpu
+}  // namespace kvaudit::unit

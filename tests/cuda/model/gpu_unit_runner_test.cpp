@@ -1,21 +1,24 @@
-// The GPU unit runner against the CPU one on the same bf16 weights: kept-set overlap per method
-// (GPU scorers + GPU top-k where they exist, CPU methods on GPU-captured data otherwise) and
-// greedy answers, on SmolLM2 with a real chat prompt (and the tiny llama without a tokenizer).
+// The one fan-out (unit::run_unit) on the CUDA engine against the same fan-out on the CPU engine,
+// with the same bf16 weights: kept-set overlap per method (the CUDA capture's device fast path —
+// GPU scorers + GPU top-k — where the method has one, CPU methods on GPU-captured data otherwise)
+// and greedy answers, on SmolLM2 with a real chat prompt (and the tiny llama without a tokenizer).
 //   overlap(method) = Σ_cells Σ_(layer, head) |kept_gpu ∩ kept_cpu| / Σ |kept_cpu|
-#include "runners/cuda/cuda_unit_runner.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "methods/method_factory.h"
+#include "runners/cuda/capture/gpu_scorers.h"
+#include "runners/cuda/cuda_model.h"
 #include "runners/model/chat/prompt_split.h"
 #include "runners/model/tokenizer/tokenizer.h"
+#include "runners/unit/unit_runner.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/cuda/model/model_fixtures.h"
 
@@ -23,13 +26,12 @@ namespace kvaudit::cuda::test {
 namespace {
 
 using unit::CellSpec;
-using unit::Protocol;
 
 struct MethodUnderTest {
   std::string id;
   methods::MethodConfig config;
   std::unique_ptr<methods::Method> method;
-  std::optional<GpuScorerSpec> gpu;
+  bool has_gpu_scorer = false;
 };
 
 std::vector<MethodUnderTest> methods_under_test() {
@@ -49,7 +51,7 @@ std::vector<MethodUnderTest> methods_under_test() {
       m.config.params["scorer"] = std::string("snap");
     }
     m.method = methods::make_method(m.config, resolve);
-    m.gpu = gpu_scorer_spec(m.config);
+    m.has_gpu_scorer = gpu_scorer_for(m.method->parameters()).has_value();
     made.push_back(std::move(m));
   }
   return made;
@@ -60,23 +62,20 @@ struct Tally {
   int cells = 0, identical_answers = 0;
 };
 
-void compare_unit(const model::ModelWeights& weights, cpu::AttentionBackend backend,
+void compare_unit(const model::ModelWeights& weights, AttentionBackend backend,
                   const unit::UnitTokens& tokens, std::map<std::string, Tally>& tally,
                   std::vector<MethodUnderTest>& methods) {
-  const cpu::CpuModel cpu_model(weights, backend, cpu_twin_options());
+  cpu::CpuModel cpu_model(weights, backend, cpu_twin_options());
   CudaModel gpu_model(weights, backend);
   std::vector<CellSpec> cells;
-  std::vector<std::optional<GpuScorerSpec>> gpu;
   std::vector<std::string> names;
   std::uint64_t key = 1;
   for (Protocol protocol : {Protocol::query_agnostic, Protocol::query_aware}) {
     cells.push_back({nullptr, {}, protocol, key++});
-    gpu.emplace_back();
     names.push_back("full");
     for (auto& m : methods) {
       for (double cr : {0.5, 0.75}) {
         cells.push_back({m.method.get(), {.compression = cr}, protocol, key++});
-        gpu.push_back(m.gpu);
         names.push_back(m.id);
       }
     }
@@ -87,7 +86,7 @@ void compare_unit(const model::ModelWeights& weights, cpu::AttentionBackend back
   options.seed = 2026;
   options.keep_selections = true;
   const unit::UnitResult on_cpu = unit::run_unit(cpu_model, weights, tokens, cells, options);
-  const unit::UnitResult on_gpu = run_unit_cuda(gpu_model, weights, tokens, cells, options, gpu);
+  const unit::UnitResult on_gpu = unit::run_unit(gpu_model, weights, tokens, cells, options);
   ASSERT_EQ(on_gpu.cells.size(), cells.size());
   std::printf(
       "[kept] unit Lc=%d Lq=%d: CPU %.2f s, GPU %.2f s (prefill %.3f, select %.3f, feed %.3f, "
@@ -131,6 +130,30 @@ void report_and_check(const std::string& label, const std::map<std::string, Tall
   }
 }
 
+// The device fast path is chosen by the methods' typed parameters (no GPU needed): exactly the six
+// per-head-top-k scorers with a GPU twin get one; keydiff's block variant, wrappers, pyramidkv,
+// streaming_llm, random and the rest run their CPU code on the GPU-captured data.
+TEST(CudaUnitRunner, GpuScorersAreChosenByTheMethodsTypedParameters) {
+  const std::set<std::string> with_gpu_scorer = {
+      "knorm", "keydiff", "tova", "snapkv", "observed_attention", "expected_attention"};
+  for (const MethodUnderTest& m : methods_under_test()) {
+    EXPECT_EQ(m.has_gpu_scorer, with_gpu_scorer.contains(m.id)) << m.id;
+  }
+  const methods::MethodConfig block{.name = "b", .id = "keydiff", .variant = "block", .params = {}};
+  EXPECT_FALSE(gpu_scorer_for(methods::make_method(block)->parameters()).has_value());
+  const methods::MethodConfig original{
+      .name = "o", .id = "snapkv", .variant = "original", .params = {{"window", std::int64_t{8}}}};
+  const auto spec = gpu_scorer_for(methods::make_method(original)->parameters());
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->kind, GpuScorerKind::snapkv);
+  EXPECT_EQ(spec->snapkv.variant, methods::SnapKvVariant::original);
+  EXPECT_EQ(spec->snapkv.window, 8);
+  EXPECT_EQ(spec->snapkv.kernel_size, 7);  // the original variant's default
+  EXPECT_EQ(spec->snapkv.pooling, methods::Pooling::max);
+  // A method built outside the catalogue has no typed parameters and so no fast path.
+  EXPECT_FALSE(gpu_scorer_for(methods::MethodParams{}).has_value());
+}
+
 TEST(CudaUnitRunner, KeptSetsAndAnswersMatchTheCpuRunnerOnSmolLM2) {
   KVAUDIT_REQUIRE_GPU();
   if (!std::filesystem::exists(smollm2_gguf())) {
@@ -140,8 +163,7 @@ TEST(CudaUnitRunner, KeptSetsAndAnswersMatchTheCpuRunnerOnSmolLM2) {
   const model::ModelWeights& weights = bf16_weights(smollm2_gguf());
   const std::unique_ptr<model::Tokenizer> tokenizer = model::load_tokenizer(smollm2_gguf());
   auto methods = methods_under_test();
-  for (cpu::AttentionBackend backend :
-       {cpu::AttentionBackend::sdpa, cpu::AttentionBackend::eager}) {
+  for (AttentionBackend backend : {AttentionBackend::sdpa, AttentionBackend::eager}) {
     std::map<std::string, Tally> tally;
     for (int variant = 0; variant < 1; ++variant) {  // one chat unit per backend (device time)
       std::string context;
@@ -165,8 +187,7 @@ TEST(CudaUnitRunner, KeptSetsAndAnswersMatchTheCpuRunnerOnSmolLM2) {
       compare_unit(weights, backend, tokens, tally, methods);
     }
     report_and_check(
-        std::string("SmolLM2 ") + (backend == cpu::AttentionBackend::sdpa ? "sdpa" : "eager"),
-        tally);
+        std::string("SmolLM2 ") + (backend == AttentionBackend::sdpa ? "sdpa" : "eager"), tally);
   }
 }
 
@@ -184,7 +205,7 @@ TEST(CudaUnitRunner, KeptSetsMatchTheCpuRunnerOnTheTinyLlama) {
   for (int i = 0; i < 180; ++i) tokens.context.push_back(next());
   for (int i = 0; i < 20; ++i) tokens.question.push_back(next());
   for (int i = 0; i < 4; ++i) tokens.suffix.push_back(next());
-  compare_unit(weights, cpu::AttentionBackend::sdpa, tokens, tally, methods);
+  compare_unit(weights, AttentionBackend::sdpa, tokens, tally, methods);
   report_and_check("tiny llama sdpa", tally);
 }
 

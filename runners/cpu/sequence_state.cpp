@@ -1,0 +1,15 @@
+// SequenceState::retain; see sequence_state.h.
+#include "runners/cpu/sequence_state.h"
+
+namespace kvaudit::cpu {
+
+void SequenceState::retain(const methods::Selection& selection) {
+  unit::check_selection_shape(selection, cache_.num_layers(), cache_.num_kv_heads());
+  for (std::size_t layer = 0; layer < selection.kept.size(); ++layer) {
+    for (std::size_t head = 0; head < selection.kept[layer].size(); ++head) {
+      cache_.retain(static_cast<int>(layer), static_cast<int>(head), selection.kept[layer][head]);
+    }
+  }
+}
+
+}  // namespace kvaudit::cpu

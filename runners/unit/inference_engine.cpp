@@ -1,0 +1,23 @@
+// check_selection_shape (inference_engine.h).
+#include "runners/unit/inference_engine.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace kvaudit::unit {
+
+void check_selection_shape(const methods::Selection& selection, int num_layers, int num_kv_heads) {
+  if (selection.kept.size() != static_cast<std::size_t>(num_layers)) {
+    throw std::invalid_argument("the selection has " + std::to_string(selection.kept.size()) +
+                                " layers, the model " + std::to_string(num_layers));
+  }
+  for (std::size_t layer = 0; layer < selection.kept.size(); ++layer) {
+    if (selection.kept[layer].size() != static_cast<std::size_t>(num_kv_heads)) {
+      throw std::invalid_argument("layer " + std::to_string(layer) + " of the selection has " +
+                                  std::to_string(selection.kept[layer].size()) +
+                                  " KV heads, the model " + std::to_string(num_kv_heads));
+    }
+  }
+}
+
+}  // namespace kvaudit::unit

@@ -1,0 +1,161 @@
+// InferenceEngine: the primitives the fan-out (unit_runner.h) needs from a device, so that one
+// run_unit drives both the CPU reference backend (cpu::CpuModel, runners/cpu) and the CUDA backend
+// (cuda::CudaModel, runners/cuda). Nothing here chooses by device: an engine is handed in.
+//
+//   prefill        tokens on top of a sequence's cache (positions continue at its original
+//                  length), optionally observed by a PrefillCapture this engine made
+//   prefill_batch  several sequences at once, each with its own tokens
+//   decode_step    one token per sequence → logits [batch, vocab]
+//   SequenceCache  one sequence's ragged per-(layer, KV head) cache: fork (deep copy), truncate
+//                  (rewind to a length), retain (evict to per-head kept sets)
+//   new_capture    what eviction methods read from the one prefill (prefill_capture.h)
+//   max_concurrent_cells  how many cells' caches fit at once (memory), before anything runs
+//
+// Both implementations follow the same position and eviction rules (docs/design/protocols.md):
+// every token ever fed gets the next original position, eviction keeps that bookkeeping, and a
+// truncated cache continues at the truncation length. Their numerics are twins: bf16 rounding
+// points of HF transformers on both devices (docs/design/numerics.md); tests/cuda compares them.
+//
+// Threads: calls on one engine must not overlap. When concurrent_cache_ops() is true, fork,
+// truncate, retain and the capture's host views may be used on distinct sequences from several
+// threads at once (the CPU backend); otherwise the fan-out does them one after another (the GPU:
+// one stream).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "base/attention_backend.h"
+#include "base/device.h"
+#include "base/logit_matrix.h"
+#include "methods/method.h"
+#include "runners/model/model_config.h"
+#include "runners/model/model_weights.h"
+#include "runners/unit/prefill_capture.h"
+
+namespace kvaudit::unit {
+
+// One sequence's KV cache, held by the engine that made it (and usable only with that engine).
+class SequenceCache {
+ public:
+  virtual ~SequenceCache() = default;
+
+  virtual int num_layers() const = 0;
+  virtual int num_kv_heads() const = 0;
+  // Tokens ever fed (kept or evicted) = the RoPE position of the next token.
+  virtual std::int64_t original_length() const = 0;
+  // Entries kept over all layers and KV heads, and the bytes their keys and values take at the
+  // engine's storage precision (entries · 2 · head_dim · bytes per element).
+  virtual std::size_t kept_entries() const = 0;
+  virtual std::size_t kept_bytes() const = 0;
+
+  // A deep copy that evolves on its own (the fan-out's per-cell cache).
+  virtual std::unique_ptr<SequenceCache> fork() const = 0;
+  // Drops every entry at an original position ≥ length; original_length() becomes length.
+  // Throws std::invalid_argument for a length outside [0, original_length()].
+  virtual void truncate(std::int64_t length) = 0;
+  // Evicts: (layer, KV head) keeps exactly kept[layer][head] (original positions, strictly
+  // ascending, a subset of what the head holds). The selection must have num_layers() ×
+  // num_kv_heads() lists. Throws std::invalid_argument otherwise.
+  virtual void retain(const methods::Selection& selection) = 0;
+};
+
+// An engine's own cache type behind a SequenceCache pointer (the engines' implementations of the
+// interface call these): throws std::invalid_argument naming `engine` and the index for a null
+// pointer or another engine's cache.
+template <typename Cache>
+Cache& own_cache(SequenceCache* cache, std::size_t index, const char* engine) {
+  auto* own = dynamic_cast<Cache*>(cache);
+  if (own == nullptr) {
+    throw std::invalid_argument(std::string(engine) + ": sequence " + std::to_string(index) +
+                                (cache == nullptr ? " is null" : " is another engine's cache"));
+  }
+  return *own;
+}
+template <typename Cache>
+std::vector<Cache*> own_caches(std::span<SequenceCache* const> caches, const char* engine) {
+  std::vector<Cache*> out;
+  out.reserve(caches.size());
+  for (std::size_t i = 0; i < caches.size(); ++i) {
+    out.push_back(&own_cache<Cache>(caches[i], i, engine));
+  }
+  return out;
+}
+// The engine's own capture type (Capture derives from PrefillCapture and the engine's observer),
+// or nullptr for none; throws std::invalid_argument for another engine's capture.
+template <typename Capture>
+Capture* own_capture(PrefillCapture* capture, const char* engine) {
+  if (capture == nullptr) return nullptr;
+  auto* own = dynamic_cast<Capture*>(capture);
+  if (own == nullptr) {
+    throw std::invalid_argument(std::string(engine) + ": the capture was made by another engine");
+  }
+  return own;
+}
+
+// Throws std::invalid_argument unless `selection` has `num_layers` lists of `num_kv_heads` kept
+// sets each (shared by both SequenceCache implementations' retain).
+void check_selection_shape(const methods::Selection& selection, int num_layers, int num_kv_heads);
+
+// What the fan-out asks of the engine's memory for one unit.
+struct UnitDemand {
+  int prefill_tokens = 0;  // T of the unit's one prefill (context + question)
+  int capacity = 0;        // entries per (layer, KV head) a cell's cache may reach
+  int cells = 0;           // cells of the unit (each holds its own cache while decoding)
+};
+
+// The unit cannot run on this engine at all (e.g. its prefill does not fit the GPU's memory).
+// The message begins with the device's resource, e.g. "GPU memory: ...".
+class EngineCapacityError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class InferenceEngine {
+ public:
+  virtual ~InferenceEngine() = default;
+
+  virtual const model::ModelConfig& config() const = 0;
+  // RoPE inverse frequencies [head_dim / 2] (methods that rotate query statistics read them).
+  virtual std::span<const float> rope_inv_freq() const = 0;
+  virtual AttentionBackend attention_backend() const = 0;
+  virtual Device device() const = 0;
+  // Whether `weights` is the host ModelWeights object this engine was built from (methods read
+  // o_proj from it, so the fan-out refuses any other).
+  virtual bool built_from(const model::ModelWeights& weights) const = 0;
+
+  // An empty sequence that will hold at most `capacity` entries per (layer, KV head) (the CPU
+  // backend grows without bound and ignores it).
+  virtual std::unique_ptr<SequenceCache> new_cache(std::int64_t capacity) = 0;
+  // A capture for one prefill of this engine (prefill_capture.h). Throws std::invalid_argument
+  // for invalid options.
+  virtual std::unique_ptr<PrefillCapture> new_capture(CaptureOptions options) = 0;
+
+  // Runs `tokens` on top of what `cache` holds and returns logits for `rows` (none: 0 rows, last:
+  // 1, all: tokens.size()). `capture` (optional, made by this engine's new_capture) observes every
+  // layer. Throws std::invalid_argument for an empty token list, an id outside the vocabulary or a
+  // cache of another engine or shape; the cache is then unchanged.
+  virtual LogitMatrix prefill(SequenceCache& cache, std::span<const std::int32_t> tokens,
+                              LogitRows rows, PrefillCapture* capture = nullptr) = 0;
+  // Several distinct caches at once, each with its own tokens; result i is what prefill() would
+  // return for cache i.
+  virtual std::vector<LogitMatrix> prefill_batch(
+      std::span<SequenceCache* const> caches, std::span<const std::span<const std::int32_t>> tokens,
+      LogitRows rows) = 0;
+  // One token per cache; logits [caches.size(), vocab], row i for cache i.
+  virtual LogitMatrix decode_step(std::span<SequenceCache* const> caches,
+                                  std::span<const std::int32_t> tokens) = 0;
+
+  // The most cells whose caches may live at once beside the prefilled one (≥ 1). Throws
+  // EngineCapacityError when the unit cannot run at all.
+  virtual int max_concurrent_cells(const UnitDemand& demand) = 0;
+  // See "Threads" above.
+  virtual bool concurrent_cache_ops() const = 0;
+};
+
+}  // namespace kvaudit::unit
