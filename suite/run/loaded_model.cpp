@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/errors.h"
+#include "runners/cpu/cpu_model.h"
 #include "runners/model/formats/bf16_cast.h"
 #include "runners/model/formats/load_weights.h"
 #include "suite/run/cuda_engine.h"

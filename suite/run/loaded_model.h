@@ -25,7 +25,6 @@
 
 #include "base/attention_backend.h"
 #include "base/device.h"
-#include "runners/cpu/cpu_model.h"
 #include "runners/model/chat/chat_template.h"
 #include "runners/model/model_weights.h"
 #include "runners/model/tokenizer/tokenizer.h"
