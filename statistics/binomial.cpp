@@ -1,6 +1,6 @@
-// Binomial tails (Boost.Math), the LTT p-value with the ⌊nε⌋ − 1 guard, and K* by the explicit
-// monotone loop over the cdf. See binomial.h for the formulas and docs/design/statistics.md
-// §Certification for why.
+// Binomial tails (Boost.Math), the LTT p-value with the ⌊nε⌋ − 1 guard, and K* by bisection over
+// the monotone cdf. See binomial.h for the formulas and docs/design/statistics.md §Certification
+// for why.
 #include "statistics/binomial.h"
 
 #include <boost/math/distributions/binomial.hpp>
@@ -19,9 +19,12 @@ std::string str(double v) {
   return buffer;
 }
 
+const std::string kMaxTrialsText = "2^53 = " + std::to_string(kMaxTrials);
+
 void require_trials(std::int64_t trials, const char* function) {
-  if (trials < 0) {
-    throw InputError(std::string(function) + ": trials must be >= 0, got " +
+  if (trials < 0 || trials > kMaxTrials) {
+    throw InputError(std::string(function) + ": trials must be in [0, " + kMaxTrialsText +
+                     "] (binomial tails are computed in double precision), got " +
                      std::to_string(trials));
   }
 }
@@ -46,8 +49,9 @@ void require_open_unit(double v, const char* name, const char* function) {
 }
 
 void require_calibration_size(std::int64_t n, const char* function) {
-  if (n < 1) {
-    throw InputError(std::string(function) + ": n (calibration requests) must be >= 1, got " +
+  if (n < 1 || n > kMaxTrials) {
+    throw InputError(std::string(function) + ": n (calibration requests) must be in [1, " +
+                     kMaxTrialsText + "] (binomial tails are computed in double precision), got " +
                      std::to_string(n));
   }
 }
@@ -97,17 +101,21 @@ std::int64_t max_certifiable_violations(std::int64_t n, double epsilon, double d
   require_calibration_size(n, "max_certifiable_violations");
   require_open_unit(epsilon, "epsilon", "max_certifiable_violations");
   require_open_unit(delta, "delta", "max_certifiable_violations");
-  // p(K) is non-decreasing in K (a cdf, then 1 beyond the guard): walk up until it exceeds δ.
+  // p(K) is non-decreasing in K (a cdf up to ⌊nε⌋ − 1, then 1 > δ): bisect for the last K with
+  // p(K) ≤ δ. Invariant: p(low) ≤ δ, and p(high) > δ or high = ⌊nε⌋ (where the guard gives 1).
   const std::int64_t last_guarded = violation_cap(n, epsilon) - 1;
-  std::int64_t k_star = -1;
-  for (std::int64_t k = 0; k <= last_guarded; ++k) {
-    if (unchecked_cdf(n, epsilon, k) <= delta) {
-      k_star = k;
+  if (last_guarded < 0 || unchecked_cdf(n, epsilon, 0) > delta) return -1;
+  std::int64_t low = 0;
+  std::int64_t high = last_guarded + 1;
+  while (high - low > 1) {
+    const std::int64_t middle = low + (high - low) / 2;
+    if (unchecked_cdf(n, epsilon, middle) <= delta) {
+      low = middle;
     } else {
-      break;
+      high = middle;
     }
   }
-  return k_star;
+  return low;
 }
 
 }  // namespace kvaudit::stats

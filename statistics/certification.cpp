@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <map>
 
-#include "statistics/binomial.h"
 #include "base/errors.h"
+#include "statistics/binomial.h"
 
 namespace kvaudit::stats {
 namespace {
@@ -75,6 +75,52 @@ TestEvaluation evaluate(const CertificationInput& input, std::optional<std::size
   return eval;
 }
 
+// The decision part shared by certify() and certify_counts(): K*, every candidate's p_j, the fixed
+// sequence and the plug-in choice, from the validated counts K_j over n requests.
+CertificationResult decide(const std::string& name, const Contract& contract, std::int64_t n,
+                           const std::vector<CalibrationCount>& counts) {
+  CertificationResult result;
+  result.name = name;
+  result.contract = contract;
+  result.n = n;
+  result.violation_cap = violation_cap(n, contract.epsilon);
+  result.k_star = max_certifiable_violations(n, contract.epsilon, contract.delta);
+
+  for (const auto& count : counts) {
+    CandidateOutcome outcome;
+    outcome.id = count.id;
+    outcome.violations = count.violations;
+    outcome.empirical_risk = static_cast<double>(count.violations) / static_cast<double>(n);
+    outcome.p_value = ltt_p_value(n, contract.epsilon, count.violations);
+    result.candidates.push_back(std::move(outcome));
+  }
+
+  // Fixed sequence: certify while p_j ≤ δ, stop at the first failure.
+  result.stop_index = result.candidates.size();
+  for (std::size_t j = 0; j < result.candidates.size(); ++j) {
+    auto& outcome = result.candidates[j];
+    outcome.tested = true;
+    if (outcome.p_value <= contract.delta) {
+      outcome.certified = true;
+      result.selected = j;
+    } else {
+      result.stop_index = j;
+      break;
+    }
+  }
+  result.selected_policy = result.selected ? result.candidates[*result.selected].id : kFullKvPolicy;
+
+  // Plug-in: the most aggressive candidate with K_j/n ≤ ε, i.e. K_j ≤ ⌊nε⌋ (integers).
+  for (std::size_t j = result.candidates.size(); j-- > 0;) {
+    if (result.candidates[j].violations <= result.violation_cap) {
+      result.plug_in = j;
+      break;
+    }
+  }
+  result.plug_in_policy = result.plug_in ? result.candidates[*result.plug_in].id : kFullKvPolicy;
+  return result;
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> violations_from_utilities(const std::vector<double>& u_full,
@@ -121,47 +167,15 @@ CertificationResult certify(const CertificationInput& input) {
     count_violations(candidate.test_violations, where + ": candidate '" + candidate.id + "' test");
   }
 
-  CertificationResult result;
-  result.name = input.name;
-  result.contract = input.contract;
-  result.n = static_cast<std::int64_t>(n);
-  result.violation_cap = violation_cap(result.n, input.contract.epsilon);
-  result.k_star =
-      max_certifiable_violations(result.n, input.contract.epsilon, input.contract.delta);
-
+  std::vector<CalibrationCount> counts;
+  counts.reserve(input.candidates.size());
   for (const auto& candidate : input.candidates) {
-    CandidateOutcome outcome;
-    outcome.id = candidate.id;
-    outcome.violations = count_violations(candidate.calibration_violations,
-                                          where + ": candidate '" + candidate.id + "' calibration");
-    outcome.empirical_risk = static_cast<double>(outcome.violations) / static_cast<double>(n);
-    outcome.p_value = ltt_p_value(result.n, input.contract.epsilon, outcome.violations);
-    result.candidates.push_back(std::move(outcome));
+    counts.push_back(
+        {candidate.id, count_violations(candidate.calibration_violations,
+                                        where + ": candidate '" + candidate.id + "' calibration")});
   }
-
-  // Fixed sequence: certify while p_j ≤ δ, stop at the first failure.
-  result.stop_index = result.candidates.size();
-  for (std::size_t j = 0; j < result.candidates.size(); ++j) {
-    auto& outcome = result.candidates[j];
-    outcome.tested = true;
-    if (outcome.p_value <= input.contract.delta) {
-      outcome.certified = true;
-      result.selected = j;
-    } else {
-      result.stop_index = j;
-      break;
-    }
-  }
-  result.selected_policy = result.selected ? result.candidates[*result.selected].id : kFullKvPolicy;
-
-  // Plug-in: the most aggressive candidate with K_j/n ≤ ε, i.e. K_j ≤ ⌊nε⌋ (integers).
-  for (std::size_t j = result.candidates.size(); j-- > 0;) {
-    if (result.candidates[j].violations <= result.violation_cap) {
-      result.plug_in = j;
-      break;
-    }
-  }
-  result.plug_in_policy = result.plug_in ? result.candidates[*result.plug_in].id : kFullKvPolicy;
+  CertificationResult result =
+      decide(input.name, input.contract, static_cast<std::int64_t>(n), counts);
 
   if (!input.test_tasks.empty()) {
     std::map<std::string, int> distinct;
@@ -172,6 +186,25 @@ CertificationResult certify(const CertificationInput& input) {
     result.plug_in_test = evaluate(input, result.plug_in, task_names);
   }
   return result;
+}
+
+CertificationResult certify_counts(const std::string& name, const Contract& contract,
+                                   std::int64_t n,
+                                   const std::vector<CalibrationCount>& candidates) {
+  validate_contract(contract, name);
+  if (candidates.empty()) throw InputError(name + ": no candidates to certify");
+  if (n < 1 || n > kMaxTrials) {
+    throw InputError(name + ": n (calibration requests) must be in [1, 2^53 = " +
+                     std::to_string(kMaxTrials) + "], got " + std::to_string(n));
+  }
+  for (const auto& candidate : candidates) {
+    if (candidate.violations < 0 || candidate.violations > n) {
+      throw InputError(name + ": candidate '" + candidate.id + "' has " +
+                       std::to_string(candidate.violations) +
+                       " violations, outside [0, n = " + std::to_string(n) + "]");
+    }
+  }
+  return decide(name, contract, n, candidates);
 }
 
 void require_matches_lock(const Contract& used, const Contract& locked,

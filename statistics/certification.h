@@ -120,6 +120,20 @@ struct CertificationResult {
 // other than 0/1, test vectors whose length differs from test_tasks, task_alpha outside (0, 1).
 CertificationResult certify(const CertificationInput& input);
 
+// One candidate given by its calibration count K_j alone (the procedure only looks at K_j).
+struct CalibrationCount {
+  std::string id;               // e.g. "candidate 1"
+  std::int64_t violations = 0;  // K_j, in [0, n]
+};
+
+// The same procedure as certify() from the counts K_j over n calibration requests, without a test
+// split (selected_test and plug_in_test stay empty): O(J) memory and O(J + log n) binomial tails
+// for any n ≤ kMaxTrials (binomial.h), where certify() needs n-long indicator vectors. Throws
+// kvaudit::InputError (message starts with `name`) for: no candidates, an invalid contract, n
+// outside [1, kMaxTrials], a K_j outside [0, n].
+CertificationResult certify_counts(const std::string& name, const Contract& contract,
+                                   std::int64_t n, const std::vector<CalibrationCount>& candidates);
+
 // Refuses to certify under a contract or candidate order that differs from the preregistration
 // lock: throws kvaudit::InputError naming `where`, the field and both values when τ, ε or δ
 // differ (exact comparison: both come from the same canonical JSON) or the candidate lists differ.

@@ -24,6 +24,7 @@
 #include "runners/cpu/linear.h"
 #include "runners/cpu/rms_norm.h"
 #include "runners/cpu/rope.h"
+#include "runners/model/model_error.h"
 #include "runners/model/rope_tables.h"
 #include "runners/model/weight_validation.h"
 
@@ -156,10 +157,11 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
     }
     for (std::size_t t = 0; t < tokens[i].size(); ++t) {
       if (tokens[i][t] < 0 || tokens[i][t] >= c.vocab_size) {
-        throw std::invalid_argument("forward: sequence " + std::to_string(i) + ": token id " +
-                                    std::to_string(tokens[i][t]) + " at index " +
-                                    std::to_string(t) + " is outside the vocabulary [0, " +
-                                    std::to_string(c.vocab_size) + ")");
+        // Bad input, not a bug: ids come from a tokenizer or a caller (exit 1, not 2).
+        throw model::ModelInputError("forward: sequence " + std::to_string(i) + ": token id " +
+                                     std::to_string(tokens[i][t]) + " at index " +
+                                     std::to_string(t) + " is outside the vocabulary [0, " +
+                                     std::to_string(c.vocab_size) + ")");
       }
     }
   }

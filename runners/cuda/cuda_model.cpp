@@ -15,6 +15,7 @@
 #include "runners/cuda/cuda_check.h"
 #include "runners/cuda/kernels/kernels.h"
 #include "runners/cuda/memory_planner.h"
+#include "runners/model/model_error.h"
 #include "runners/model/rope_tables.h"
 
 namespace kvaudit::cuda {
@@ -197,10 +198,11 @@ void CudaModel::validate(std::span<DeviceKvCache* const> sequences,
     }
     for (std::size_t t = 0; t < tokens[i].size(); ++t) {
       if (tokens[i][t] < 0 || tokens[i][t] >= c.vocab_size) {
-        throw std::invalid_argument("CudaModel: sequence " + std::to_string(i) + ": token id " +
-                                    std::to_string(tokens[i][t]) + " at index " +
-                                    std::to_string(t) + " is outside the vocabulary [0, " +
-                                    std::to_string(c.vocab_size) + ")");
+        // Bad input, not a bug: ids come from a tokenizer or a caller (exit 1, not 2).
+        throw model::ModelInputError("CudaModel: sequence " + std::to_string(i) + ": token id " +
+                                     std::to_string(tokens[i][t]) + " at index " +
+                                     std::to_string(t) + " is outside the vocabulary [0, " +
+                                     std::to_string(c.vocab_size) + ")");
       }
     }
     s->check_room(static_cast<std::int64_t>(tokens[i].size()));

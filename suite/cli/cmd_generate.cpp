@@ -4,7 +4,9 @@
 //    the CPU reference backend; prints the prompt ids, the generated ids and the text. The prompt
 //    is rendered with the model's chat template (auto-detected, or named), tokenized the way HF
 //    apply_chat_template(tokenize=True) does (no extra special tokens), prefilled once, and decoded
-//    greedily until an eos id or --max-new-tokens.
+//    greedily until an eos id, --max-new-tokens or the model's max_position_embeddings (prompt +
+//    generated tokens; a prompt that leaves no room is refused, a stop at the limit is warned
+//    about on stderr). A tokenizer with ids beyond the model's vocab_size is refused at load.
 //  * kvaudit generate ruler --model PATH --length N --tasks a,b|all --instances K --out FILE.jsonl
 //    [--first I] [--seed S] [--essay FILE] [--squad FILE] [--hotpotqa FILE] [--chat-template ...]
 //    [--generation-tokenizer PATH [--generation-chat-template none]] [--max-context N]:
@@ -59,6 +61,7 @@
 #include "suite/cli/command.h"
 #include "suite/cli/longbench_jsonl_writer.h"
 #include "suite/cli/model_chat_template.h"
+#include "suite/cli/seed_option.h"
 #include "suite/common/atomic_file.h"
 
 namespace kvaudit::cli {
@@ -103,6 +106,7 @@ int generate_text(const po::variables_map& vm) {
   const auto started = std::chrono::steady_clock::now();
   const auto weights = model::load_model_weights(model_path);
   const auto tokenizer = model::load_tokenizer(model_path);
+  model::require_tokenizer_fits_model(*tokenizer, weights.config.vocab_size, model_path.string());
   const auto template_kind =
       resolve_chat_template(vm["chat-template"].as<std::string>(), model_path);
 
@@ -122,6 +126,18 @@ int generate_text(const po::variables_map& vm) {
   }
   if (prompt_ids.empty()) throw InputError("--prompt: the prompt tokenizes to nothing");
 
+  // The position window holds the prompt and every generated token (as HF's max_length): a prompt
+  // that leaves no room is refused; otherwise generation stops at the window, with a warning.
+  const std::int64_t window = weights.config.max_position_embeddings;
+  const auto prompt_tokens = static_cast<std::int64_t>(prompt_ids.size());
+  if (prompt_tokens > window || (prompt_tokens == window && max_new_tokens > 0)) {
+    throw InputError("--prompt: the prompt is " + std::to_string(prompt_tokens) +
+                     " tokens, which leaves no room in the model's max_position_embeddings " +
+                     std::to_string(window) + " (prompt + generated tokens must fit it)");
+  }
+  const int new_token_limit =
+      static_cast<int>(std::min<std::int64_t>(max_new_tokens, window - prompt_tokens));
+
   std::vector<std::int32_t> eos = weights.config.eos_token_ids;
   for (auto id : tokenizer->eos_ids()) {
     if (std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
@@ -131,8 +147,16 @@ int generate_text(const po::variables_map& vm) {
   const auto last = model.prefill(state, prompt_ids, LogitRows::last);
   const auto loaded = std::chrono::steady_clock::now();
   const auto output = unit::generate_greedy(
-      model, state, last.row(0), {.max_new_tokens = max_new_tokens, .eos_token_ids = eos});
+      model, state, last.row(0), {.max_new_tokens = new_token_limit, .eos_token_ids = eos});
   const auto finished = std::chrono::steady_clock::now();
+  const bool stopped_at_window = !output.stopped_on_eos && new_token_limit < max_new_tokens &&
+                                 static_cast<int>(output.tokens.size()) == new_token_limit;
+  if (stopped_at_window) {
+    std::cerr << "kvaudit generate: warning: stopped after " << output.tokens.size()
+              << " new tokens at the model's max_position_embeddings " << window << " (prompt "
+              << prompt_tokens << " + " << output.tokens.size()
+              << " tokens), before --max-new-tokens " << max_new_tokens << "\n";
+  }
   const std::string text = tokenizer->decode(output.tokens, /*skip_special_tokens=*/true);
 
   const double seconds = std::chrono::duration<double>(finished - started).count();
@@ -144,6 +168,7 @@ int generate_text(const po::variables_map& vm) {
                         {"prompt_ids", prompt_ids},
                         {"generated_ids", output.tokens},
                         {"stopped_on_eos", output.stopped_on_eos},
+                        {"stopped_at_max_position_embeddings", stopped_at_window},
                         {"text", text},
                         {"seconds", seconds}};
     std::cout << j.dump(2) << "\n";
@@ -155,7 +180,9 @@ int generate_text(const po::variables_map& vm) {
               << "   chat template: " << model::chat_template_name(template_kind)
               << "\nprompt ids (" << prompt_ids.size() << "): " << join_ids(prompt_ids)
               << "\ngenerated ids (" << output.tokens.size() << ", "
-              << (output.stopped_on_eos ? "stopped on eos" : "reached --max-new-tokens")
+              << (output.stopped_on_eos ? "stopped on eos"
+                  : stopped_at_window   ? "reached max_position_embeddings"
+                                        : "reached --max-new-tokens")
               << "): " << join_ids(output.tokens) << "\ntext:\n"
               << text << "\n";
     std::cerr << "kvaudit generate: " << seconds << " s ("
@@ -200,7 +227,7 @@ int generate_ruler(const po::variables_map& vm) {
   }
   ruler::RulerConfig config;
   config.length = required<std::int64_t>(vm, "ruler", "length");
-  config.seed = vm["seed"].as<std::uint64_t>();
+  config.seed = parse_seed_option(vm["seed"].as<std::string>(), "generate ruler: --seed");
   config.essay = vm["essay"].as<std::string>();
   if (vm.count("squad")) config.squad = vm["squad"].as<std::string>();
   if (vm.count("hotpotqa")) config.hotpotqa = vm["hotpotqa"].as<std::string>();
@@ -560,7 +587,8 @@ Command generate_command() {
         "ruler: instances per task; longbench: at most this many records per task (default all)")(
         "first", po::value<std::int64_t>()->default_value(0),
         "ruler: first instance index; longbench: first record (0-based) of every task file")(
-        "seed", po::value<std::uint64_t>()->default_value(42), "ruler: study seed")(
+        "seed", po::value<std::string>()->default_value("42"),
+        "ruler: study seed, an integer in [0, 2^64 - 1]")(
         "essay", po::value<std::string>()->default_value("builtin"),
         "ruler: essay haystack text file, or builtin")("squad", po::value<std::string>(),
                                                        "ruler: SQuAD v2.0 dev JSON (qa_1)")(

@@ -1,5 +1,9 @@
 // kvaudit plan MANIFEST: validate, expand into units and cells, print the expansion, check that
-// the files it names exist, and write the preregistration lock <output_dir>/prereg.json.
+// the files it names exist and can work (plan_checks.h: model headers and tensor tables, dtype,
+// RULER tasks fit their length), fingerprint the models and data, and write the preregistration
+// lock <output_dir>/prereg.json. Every refusal (exit 1) happens before anything is written; an
+// existing lock is verified whole, and re-planning the same manifest over it also compares the
+// fingerprints (a swapped model is refused, not silently accepted).
 //
 // The tokenizer check (docs/design/benchmarks.md §Tokenizer check; only for RULER benchmarks with
 // `generation_tokenizer`, so plan stays instant for every other manifest): the benchmark's
@@ -25,6 +29,7 @@
 #include "runners/model/chat/chat_template.h"
 #include "suite/benchmarks/ruler/cross_tokenizer_check.h"
 #include "suite/cli/command.h"
+#include "suite/cli/plan_checks.h"
 #include "suite/cli/study_paths.h"
 #include "suite/common/atomic_file.h"
 #include "suite/manifest/expansion.h"
@@ -45,23 +50,6 @@ bool has_tokenizer_check(const manifest::Manifest& m) {
   return false;
 }
 
-// A manifest chat_template family as the renderer names it ("mistral" is the v3 template).
-model::ChatTemplateKind chat_template_of(const manifest::Model& model) {
-  return model::parse_chat_template_name(
-      model.chat_template == "mistral" ? "mistral-v3" : model.chat_template,
-      "models." + model.name + ".chat_template");
-}
-
-// The models that some grid runs on benchmark `b`, by name.
-std::set<std::string> models_paired_with(const manifest::Manifest& m, const std::string& b) {
-  std::set<std::string> names;
-  for (const auto& g : m.grids) {
-    if (std::find(g.benchmarks.begin(), g.benchmarks.end(), b) == g.benchmarks.end()) continue;
-    names.insert(g.models.begin(), g.models.end());
-  }
-  return names;
-}
-
 // The report text (deterministic: no timings); progress and timings go to `progress`.
 std::string tokenizer_check_report(const manifest::Manifest& m, const std::string& sha256,
                                    std::ostream& progress) {
@@ -80,8 +68,14 @@ std::string tokenizer_check_report(const manifest::Manifest& m, const std::strin
                                           model::ChatTemplateKind::none);
     progress << "tokenizer check: generating " << b.name << " (" << b.tasks.size() << " tasks x "
              << b.instances << " instances at " << b.length << " tokens) ..." << std::flush;
-    const auto set =
-        ruler::generate_ruler_set(config, b.tasks, 0, b.instances, generation.measurer());
+    ruler::GeneratedSet set;
+    try {
+      set = ruler::generate_ruler_set(config, b.tasks, 0, b.instances, generation.measurer());
+    } catch (const InputError& e) {  // e.g. a task that cannot fit `length` with tokenizer A
+      progress << "\n";
+      throw InputError(m.file.string() + ": benchmarks." + b.name +
+                       ".generation_tokenizer: " + e.what());
+    }
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%.1f", set.seconds);
     progress << " " << seconds << " s\n";
@@ -150,19 +144,35 @@ Command plan_command() {
     p.add("manifest", 1);
   };
   c.body = [](const po::variables_map& vm) {
-    const auto m = manifest::load_manifest(vm["manifest"].as<std::string>());
+    const std::string manifest_file = vm["manifest"].as<std::string>();
+    std::error_code ec;
+    if (std::filesystem::is_directory(manifest_file, ec))
+      throw InputError(manifest_file + ": is a directory, expected a manifest TOML file");
+    const auto m = manifest::load_manifest(manifest_file);
     const auto ex = manifest::expand(m);
     const auto summary = manifest::summarize(m, ex);
     manifest::print_plan(std::cout, m, ex, summary);
     std::cout.flush();
+    const auto out = study_output_dir(m, vm);
+    if (std::filesystem::exists(out, ec) && !std::filesystem::is_directory(out, ec))
+      throw InputError(out.string() + ": not a directory (" +
+                       (vm.count("output-dir") ? "--output-dir" : "study.output_dir") +
+                       " must name a directory); nothing was written");
+    // An existing lock is verified whole before any slow check (a damaged lock is refused).
+    std::optional<nlohmann::json> existing;
+    if (std::filesystem::exists(out / manifest::kPreregFile, ec)) {
+      existing = manifest::load_prereg(out);
+      manifest::require_same_study(out, *existing, summary.manifest_sha256);
+    }
     require_paths_exist(m, "nothing was written");
+    std::cout << "\n";
+    require_plan_inputs_work(m, std::cout, "nothing was written");
     std::optional<std::string> check;
     if (has_tokenizer_check(m)) {
       std::cout << "\n";
       check = tokenizer_check_report(m, summary.manifest_sha256, std::cout);
       std::cout << "\n" << *check;
     }
-    const auto out = study_output_dir(m, vm);
     if (vm.count("dry-run")) {
       std::cout << "\ndry run: nothing written (the lock would be "
                 << (out / manifest::kPreregFile).string();
@@ -170,7 +180,12 @@ Command plan_command() {
       std::cout << ")\n";
       return 0;
     }
-    const auto outcome = manifest::write_prereg(out, manifest::make_prereg(m, ex, summary));
+    const auto inputs = manifest::fingerprint_inputs(m, &std::cout);
+    if (existing)
+      manifest::require_same_inputs(*existing, out / manifest::kPreregFile, inputs,
+                                    manifest::AbsentInput::refuse, "nothing was written",
+                                    std::cerr);
+    const auto outcome = manifest::write_prereg(out, manifest::make_prereg(m, ex, summary, inputs));
     if (outcome == manifest::PreregOutcome::written) {
       std::cout << "\npreregistered: wrote " << (out / manifest::kPreregFile).string() << "\n";
     } else {

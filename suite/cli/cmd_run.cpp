@@ -12,8 +12,11 @@
 //      the current world size (suite/run/sharding.h; cost = UnitExecutor::estimated_cost scaled
 //      by the fraction of the unit's cells still pending) and runs its own units longest first
 //      (suite/run/rank_loop.h), printing progress to stderr.
-//   3. SIGUSR1/SIGTERM: each rank finishes its current unit, publishes its shard and stops.
-//   4. Rank 0 gathers every rank's counts and prints the summary. Exit codes (the same on every
+//   3. SIGUSR1/SIGTERM/SIGINT/SIGPIPE: each rank finishes its current unit, publishes its shard and
+//      stops. Rank 0 holds the study directory's run lock (suite/run/study_lock.h) from before
+//      the resume scan to the end, so a second launch on the same study exits 1 at once.
+//   4. Rank 0 gathers every rank's counts and failure causes (the first message of each distinct
+//      failure, with its count) and prints the summary. Exit codes (the same on every
 //      rank): 0 all cells recorded; 3 incomplete (stopped with cells remaining: run again to
 //      resume); 1 bad input; 2 internal error.
 // Device: the CPU reference backend on every rank; with the CUDA backend, local rank → device.
@@ -31,21 +34,23 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.h"
 #include "runners/model/model_error.h"
 #include "suite/cli/command.h"
 #include "suite/cli/compute_device.h"
 #include "suite/cli/study_paths.h"
-#include "base/errors.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
 #include "suite/manifest/prereg.h"
 #include "suite/records/provenance.h"
+#include "suite/records/shard_name.h"
 #include "suite/run/progress.h"
 #include "suite/run/rank_loop.h"
 #include "suite/run/resume.h"
 #include "suite/run/sharding.h"
 #include "suite/run/stop_signal.h"
+#include "suite/run/study_lock.h"
 #include "suite/run/unit_executor.h"
 
 namespace kvaudit::cli {
@@ -131,17 +136,25 @@ struct LaunchState {
   std::int64_t attempt = 1;
   std::int64_t launch_pid = 0;
   std::int64_t rank0_first_seq = 0;  // 1 when rank 0 used seq 0 for the salvage shard
+  std::int64_t launch_id = 0;        // records::make_launch_id() as a number (8 hex digits)
   std::vector<std::uint64_t> done_cells;
 };
 
+std::string launch_id_text(std::int64_t id) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%08llx", static_cast<unsigned long long>(id));
+  return text;
+}
+
 void broadcast(LaunchState& s) {
-  std::array<std::int64_t, 4> header{s.attempt, s.launch_pid, s.rank0_first_seq,
+  std::array<std::int64_t, 5> header{s.attempt, s.launch_pid, s.rank0_first_seq, s.launch_id,
                                      static_cast<std::int64_t>(s.done_cells.size())};
-  mpi_check(MPI_Bcast(header.data(), 4, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  mpi_check(MPI_Bcast(header.data(), 5, MPI_INT64_T, 0, MPI_COMM_WORLD), "MPI_Bcast");
   s.attempt = header[0];
   s.launch_pid = header[1];
   s.rank0_first_seq = header[2];
-  s.done_cells.resize(static_cast<std::size_t>(header[3]));
+  s.launch_id = header[3];
+  s.done_cells.resize(static_cast<std::size_t>(header[4]));
   // In chunks, so that counts fit an int.
   constexpr std::size_t kChunk = 1u << 24;
   for (std::size_t offset = 0; offset < s.done_cells.size(); offset += kChunk) {
@@ -172,13 +185,14 @@ records::ShardWriterOptions writer_options(const manifest::Manifest& m,
   o.provenance.global_seed = m.study.seed;
   o.provenance.attempt = static_cast<int>(launch.attempt);
   o.launch_pid = launch.launch_pid;
+  o.launch_id = launch_id_text(launch.launch_id);
   o.seq = seq;
   o.manifest_canonical = canonical;
   return o;
 }
 
 // Per-rank counts gathered to rank 0 for the summary.
-constexpr int kStats = 11;
+constexpr int kStats = 12;
 std::array<double, kStats> stats_of(const run::RankLoopResult& r, int code) {
   return {static_cast<double>(r.units_assigned),
           static_cast<double>(r.units_done),
@@ -190,12 +204,36 @@ std::array<double, kStats> stats_of(const run::RankLoopResult& r, int code) {
           static_cast<double>(r.cells_by_status[3]),
           static_cast<double>(r.cells_by_status[4]),
           r.seconds,
-          static_cast<double>(code != 0 ? -1 : (r.stopped ? r.stop_signal : 0))};
+          static_cast<double>(code != 0 ? -1 : (r.stopped ? r.stop_signal : 0)),
+          static_cast<double>(r.cells_unpublished)};
+}
+
+// Every rank's FailureTally text → rank 0's merged tally.
+run::FailureTally gather_failures(const run::FailureTally& mine, int rank, int ranks) {
+  const std::string text = mine.to_text();
+  int length = static_cast<int>(text.size());
+  std::vector<int> lengths(rank == 0 ? static_cast<std::size_t>(ranks) : 0);
+  mpi_check(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD),
+            "MPI_Gather");
+  std::vector<int> offsets(lengths.size());
+  int total = 0;
+  for (std::size_t r = 0; r < lengths.size(); ++r) {
+    offsets[r] = total;
+    total += lengths[r];
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  mpi_check(MPI_Gatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                        MPI_CHAR, 0, MPI_COMM_WORLD),
+            "MPI_Gatherv");
+  run::FailureTally merged;
+  if (rank == 0) merged.merge_text(all);
+  return merged;
 }
 
 void print_summary(const std::vector<double>& all, int ranks, std::size_t cells_total,
-                   std::size_t cells_done_before, std::int64_t attempt) {
-  std::size_t written = 0, assigned = 0;
+                   std::size_t cells_done_before, std::int64_t attempt, std::size_t salvaged_now,
+                   const run::FailureTally& failures) {
+  std::size_t written = 0, assigned = 0, unpublished = 0;
   std::array<std::size_t, 5> by_status{};
   int stop_signal = 0;
   bool failed = false;
@@ -208,28 +246,50 @@ void print_summary(const std::vector<double>& all, int ranks, std::size_t cells_
     for (int k = 0; k < 5; ++k) by_status[static_cast<std::size_t>(k)] += n(4 + k);
     if (s[10] < 0) failed = true;
     if (s[10] > 0) stop_signal = static_cast<int>(s[10]);
+    unpublished += n(11);
     std::cerr << "  rank " << r << ": units " << n(1) << "/" << n(0) << ", cells " << n(3) << "/"
               << n(2) << " (ok " << n(4) << ", oom " << n(5) << ", error " << n(6) << ", excluded "
               << n(7) << ", abandoned " << n(8) << "), " << run::format_duration(s[9])
               << (s[10] < 0 ? ", FAILED" : (s[10] > 0 ? ", stopped by a signal" : "")) << "\n";
   }
   const std::size_t remaining = assigned - written;
-  std::cerr << "kvaudit run: " << written << " cell(s) recorded now (ok " << by_status[0]
+  const std::size_t published_now = written - unpublished;
+  std::cerr << "kvaudit run: " << published_now << " cell(s) recorded now (ok " << by_status[0]
             << ", oom " << by_status[1] << ", error " << by_status[2] << ", excluded "
-            << by_status[3] << ", abandoned " << by_status[4] << "); "
-            << cells_done_before + written << " of " << cells_total << " cells recorded in all";
+            << by_status[3] << ", abandoned " << by_status[4] << ")";
+  if (salvaged_now > 0) std::cerr << " + " << salvaged_now << " salvaged";
+  if (unpublished > 0) {
+    std::cerr << "; " << unpublished
+              << " more written to shard(s) that could not be published (.tmp: the next run "
+                 "salvages them)";
+  }
+  std::cerr << "; " << cells_done_before + published_now << " of " << cells_total
+            << " cells recorded in all";
   if (remaining > 0) {
     std::cerr << "; " << remaining << " remain";
     if (stop_signal != 0) std::cerr << " (stopped by " << strsignal(stop_signal) << ")";
     if (!failed) std::cerr << ": run again to resume";
   }
   std::cerr << "\n";
+  if (!failures.empty()) {
+    std::cerr << "kvaudit run: " << failures.n_failed()
+              << " cell(s) failed; first cause of each distinct failure (a later `kvaudit run "
+                 "--retry-failed` runs them again):\n"
+              << failures.describe();
+  }
 }
 
 int run_study(const po::variables_map& vm) {
   MpiSession mpi;
   const std::string file = vm["manifest"].as<std::string>();
   const bool root = mpi.rank() == 0;
+  run::ResumeOptions resume_options;
+  resume_options.retry_failed = vm.count("retry-failed") > 0;
+  resume_options.salvage_corrupt = vm.count("salvage-corrupt") > 0;
+  // From here a stop signal (SIGUSR1/SIGTERM/SIGINT/SIGPIPE) is a clean stop: publish, exit 3.
+  run::install_stop_handlers();
+  std::optional<run::StudyDirectoryLock> study_lock;  // rank 0, held to the end of the launch
+  std::size_t salvaged_now = 0;
 
   // Phase 1: parse and expand everywhere; lock, resume scan and salvage on rank 0.
   std::optional<manifest::Manifest> m;
@@ -247,19 +307,31 @@ int run_study(const po::variables_map& vm) {
     shards_dir = out / "shards";
     if (root) {
       require_paths_exist(*m, "nothing was run");
-      manifest::require_prereg_match(out, file, sha);
+      const auto lock = manifest::require_prereg_match(out, file, sha);
+      study_lock.emplace(out);  // before the fingerprints: a second launch fails at once
+      // The models and data must be the files the lock fingerprinted (before any shard exists).
+      manifest::require_same_inputs(lock, out / manifest::kPreregFile, *m,
+                                    manifest::AbsentInput::refuse, "nothing was run", std::cerr);
       std::cerr << "kvaudit run: " << file << " matches its preregistration ("
-                << (out / manifest::kPreregFile).string() << ", sha256 " << sha << ")\n";
-      const auto scan = run::scan_for_resume(shards_dir, sha);
+                << (out / manifest::kPreregFile).string() << ", sha256 " << sha
+                << (lock.contains("inputs") ? "; models and data unchanged" : "") << ")\n";
+      const auto scan = run::scan_for_resume(shards_dir, sha, resume_options);
       for (const auto& line : scan.messages) std::cerr << "kvaudit run: " << line << "\n";
       launch.attempt = scan.previous_attempts + 1;
       launch.launch_pid = static_cast<std::int64_t>(::getpid());
+      launch.launch_id =
+          static_cast<std::int64_t>(std::stoull(records::make_launch_id(), nullptr, 16));
+      if (scan.failed_to_retry > 0) {
+        std::cerr << "kvaudit run: --retry-failed: " << scan.failed_to_retry
+                  << " cell(s) recorded as oom or error will run again\n";
+      }
       launch.done_cells = scan.done_cells;
       if (!scan.salvaged.empty()) {
         const auto path = run::publish_salvaged_records(
-            scan.salvaged,
+            scan.salvaged, scan.salvaged_from,
             writer_options(*m, ex, file, sha, canonical, shards_dir, mpi, launch, 0));
         launch.rank0_first_seq = 1;
+        salvaged_now = scan.salvaged.size();
         std::cerr << "kvaudit run: republished " << scan.salvaged.size()
                   << " salvaged record(s) in " << path.filename().string() << "\n";
       }
@@ -302,7 +374,6 @@ int run_study(const po::variables_map& vm) {
   run::RankLoopResult result;
   int code = 0;
   try {
-    run::install_stop_handlers();
     const ComputeDevice device =
         choose_compute_device(vm["device"].as<std::string>(), mpi.local_rank());
     std::cerr << "kvaudit run [rank " << mpi.rank() << "]: " << device.description << "\n";
@@ -322,6 +393,7 @@ int run_study(const po::variables_map& vm) {
           return executor.execute(u, cells);
         },
         std::move(loop));
+    if (result.error) std::rethrow_exception(result.error);
   } catch (...) {
     error = std::current_exception();
     code = exit_code_of(error);
@@ -348,7 +420,11 @@ int run_study(const po::variables_map& vm) {
                           MPI_COMM_WORLD),
             "MPI_Allreduce");
   const int agreed = agree_on_code(code);
-  if (root) print_summary(all, mpi.size(), ex.cells.size(), done_before, launch.attempt);
+  const run::FailureTally failures = gather_failures(result.failures, mpi.rank(), mpi.size());
+  if (root) {
+    print_summary(all, mpi.size(), ex.cells.size(), done_before, launch.attempt, salvaged_now,
+                  failures);
+  }
   run::restore_stop_handlers();
   if (agreed != 0) return agreed;
   if (remaining > 0) return static_cast<int>(ExitCode::incomplete);
@@ -361,14 +437,21 @@ Command run_stage_command() {
   Command c;
   c.name = "run";
   c.summary = "run a preregistered study's cells (under mpirun or srun) and record them";
-  c.usage = "kvaudit run MANIFEST [--output-dir DIR] [--device auto|cpu|cuda]";
+  c.usage =
+      "kvaudit run MANIFEST [--output-dir DIR] [--device auto|cpu|cuda] [--retry-failed] "
+      "[--salvage-corrupt]";
   c.options = [](po::options_description& d, po::positional_options_description& p) {
     d.add_options()("manifest", po::value<std::string>()->required(), "the study manifest (TOML)")(
         "output-dir", po::value<std::string>(),
         "the study directory given to plan, if not study.output_dir (shards go to DIR/shards)")(
         "device", po::value<std::string>()->default_value("auto"),
         "auto | cpu | cuda: one rank per GPU (node-local rank picks the device); auto uses a GPU "
-        "when one is visible; bf16 models run on the GPU, f32 models on the CPU");
+        "when one is visible; bf16 models run on the GPU, f32 models on the CPU")(
+        "retry-failed",
+        "run again the cells recorded as oom or error (the new records replace the failed ones)")(
+        "salvage-corrupt",
+        "use the records of damaged shards whose record digests still match, instead of stopping "
+        "at a shard that fails its checksum");
     p.add("manifest", 1);
   };
   c.body = [](const po::variables_map& vm) { return run_study(vm); };

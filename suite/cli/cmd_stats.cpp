@@ -5,7 +5,11 @@
 //   cp        --x X --n N [--alpha A] [--m M]             two-sided Clopper–Pearson at A/M
 //   cp        --x X --n N --match LOW,HIGH [--max-m M]    the M whose interval prints as LOW,HIGH
 //   bootstrap --a FILE --b FILE [--resamples B] [--seed S] paired bootstrap of mean(a − b)
-// Every subcommand prints a small table, or one JSON object with --json.
+// Every subcommand prints a small table, or one JSON object with --json. kmax and certify take
+// O(1) memory and O(log n) binomial tails for any n ≤ 2^53 (statistics/binomial.h); a larger n,
+// a seed that is negative or not a number, and a --match with LOW > HIGH or outside [0, 1] are
+// bad input (exit 1) naming the option.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iomanip>
@@ -15,12 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.h"
 #include "statistics/binomial.h"
 #include "statistics/certification.h"
 #include "statistics/clopper_pearson.h"
 #include "statistics/paired_bootstrap.h"
 #include "suite/cli/command.h"
-#include "base/errors.h"
+#include "suite/cli/seed_option.h"
 
 namespace kvaudit::cli {
 
@@ -38,6 +43,11 @@ std::int64_t positive_n(const po::variables_map& vm, const std::string& sub) {
   const auto n = required<std::int64_t>(vm, "n", sub);
   if (n <= 0)
     throw InputError("stats " + sub + ": --n must be ≥ 1 (got " + std::to_string(n) + ")");
+  if (n > stats::kMaxTrials) {
+    throw InputError(
+        "stats " + sub + ": --n must be ≤ 2^53 = " + std::to_string(stats::kMaxTrials) +
+        " (binomial tails are computed in double precision; got " + std::to_string(n) + ")");
+  }
   return n;
 }
 
@@ -108,9 +118,9 @@ int kmax(const po::variables_map& vm, bool json) {
 
 int certify(const po::variables_map& vm, bool json) {
   const auto n = positive_n(vm, "certify");
-  stats::CertificationInput input;
-  input.name = "kvaudit stats certify";
-  input.contract = {0.0, open_unit(vm, "epsilon", "certify"), open_unit(vm, "delta", "certify")};
+  const stats::Contract contract{0.0, open_unit(vm, "epsilon", "certify"),
+                                 open_unit(vm, "delta", "certify")};
+  std::vector<stats::CalibrationCount> counts;
   const auto list = required<std::string>(vm, "violations", "certify");
   int j = 0;
   for (const auto& field : split_commas(list)) {
@@ -126,15 +136,11 @@ int certify(const po::variables_map& vm, bool json) {
       throw InputError("stats certify: --violations: entry " + std::to_string(j) + " ('" + field +
                        "') is not a count in [0, n = " + std::to_string(n) + "]");
     }
-    // The procedure only sees K_j; any n-long indicator vector with K_j ones gives the same result.
-    stats::CertificationCandidate c;
-    c.id = "candidate " + std::to_string(j);
-    c.calibration_violations.assign(static_cast<std::size_t>(n), 0);
-    std::fill_n(c.calibration_violations.begin(), k, std::uint8_t{1});
-    input.candidates.push_back(std::move(c));
+    // The procedure only sees K_j: certify_counts is certify() without the n-long indicators.
+    counts.push_back({"candidate " + std::to_string(j), static_cast<std::int64_t>(k)});
   }
-  if (input.candidates.empty()) throw InputError("stats certify: --violations lists no counts");
-  const auto r = stats::certify(input);
+  if (counts.empty()) throw InputError("stats certify: --violations lists no counts");
+  const auto r = stats::certify_counts("kvaudit stats certify", contract, n, counts);
   nlohmann::json out = {
       {"n", r.n},
       {"epsilon", r.contract.epsilon},
@@ -155,12 +161,21 @@ int certify(const po::variables_map& vm, bool json) {
   std::cout << "n = " << r.n << ", epsilon = " << general(r.contract.epsilon)
             << ", delta = " << general(r.contract.delta)
             << ", K* = " << (r.k_star < 0 ? std::string("none") : std::to_string(r.k_star))
-            << "   (fixed sequence, in the given order)\n"
-            << "  j       K_j   p_j           certified\n";
+            << "   (fixed sequence, in the given order)\n";
+  // K_j's column is as wide as the largest count (n may be up to 2^53).
+  std::size_t k_width = 6;
+  for (const auto& c : r.candidates) {
+    k_width = std::max(k_width, std::to_string(c.violations).size() + 2);
+  }
+  std::cout << "  " << std::left << std::setw(8) << "j" << std::setw(static_cast<int>(k_width))
+            << "K_j" << std::setw(14) << "p_j"
+            << "certified\n"
+            << std::right;
   for (std::size_t i = 0; i < r.candidates.size(); ++i) {
     const auto& c = r.candidates[i];
-    std::cout << "  " << std::left << std::setw(8) << (i + 1) << std::setw(6) << c.violations
-              << std::setw(14) << general(c.p_value)
+    std::cout << "  " << std::left << std::setw(8) << (i + 1)
+              << std::setw(static_cast<int>(k_width)) << c.violations << std::setw(14)
+              << general(c.p_value)
               << (c.certified ? "yes" : (c.tested ? "no (sequence stops)" : "not tested"))
               << std::right << "\n";
   }
@@ -207,8 +222,18 @@ int cp(const po::variables_map& vm, bool json) {
     if (parts.size() != 2) throw InputError("stats cp: --match takes LOW,HIGH");
     const int dl = decimals_of(parts[0]);
     const int dh = decimals_of(parts[1]);
-    const std::string low = fixed(parse_double(parts[0], "--match LOW"), dl);
-    const std::string high = fixed(parse_double(parts[1], "--match HIGH"), dh);
+    const double low_value = parse_double(parts[0], "--match LOW");
+    const double high_value = parse_double(parts[1], "--match HIGH");
+    if (!(low_value >= 0 && low_value <= 1 && high_value >= 0 && high_value <= 1)) {
+      throw InputError("stats cp: --match " + parts[0] + "," + parts[1] +
+                       ": LOW and HIGH must lie in [0, 1]");
+    }
+    if (low_value > high_value) {
+      throw InputError("stats cp: --match " + parts[0] + "," + parts[1] +
+                       ": LOW must not exceed HIGH (an interval is written LOW,HIGH)");
+    }
+    const std::string low = fixed(low_value, dl);
+    const std::string high = fixed(high_value, dh);
     const int max_m = vm["max-m"].as<int>();
     if (max_m < 1) throw InputError("stats cp: --max-m must be ≥ 1");
     std::vector<std::pair<int, int>> runs;  // [first, last] ranges of matching m
@@ -300,6 +325,9 @@ std::vector<double> read_column(const std::string& path) {
 int bootstrap(const po::variables_map& vm, bool json) {
   const auto a_path = required<std::string>(vm, "a", "bootstrap");
   const auto b_path = required<std::string>(vm, "b", "bootstrap");
+  stats::BootstrapOptions options;
+  options.resamples = vm["resamples"].as<std::int64_t>();
+  options.seed = parse_seed_option(vm["seed"].as<std::string>(), "stats bootstrap: --seed");
   stats::PairedComparison comparison;
   comparison.name = "a - b";
   comparison.strata.push_back({0, read_column(a_path), read_column(b_path)});
@@ -309,9 +337,6 @@ int bootstrap(const po::variables_map& vm, bool json) {
                      std::to_string(s.arm_a.size()) + ", " + b_path + ": " +
                      std::to_string(s.arm_b.size()) + "); instances must be paired");
   }
-  stats::BootstrapOptions options;
-  options.resamples = vm["resamples"].as<std::int64_t>();
-  options.seed = vm["seed"].as<std::uint64_t>();
   const auto r = stats::paired_bootstrap(comparison, options);
   if (json) {
     std::cout << nlohmann::json({{"instances", r.instances},
@@ -365,8 +390,8 @@ Command stats_command() {
         "a", po::value<std::string>(), "per-instance scores of arm a (one per line or CSV)")(
         "b", po::value<std::string>(), "per-instance scores of arm b, paired with a")(
         "resamples", po::value<std::int64_t>()->default_value(50000), "bootstrap replicates B")(
-        "seed", po::value<std::uint64_t>()->default_value(0), "Philox key")(
-        "json", "print one JSON object");
+        "seed", po::value<std::string>()->default_value("0"),
+        "Philox key, an integer in [0, 2^64 - 1]")("json", "print one JSON object");
     p.add("calculation", 1);
   };
   c.body = [](const po::variables_map& vm) -> int {

@@ -1,14 +1,16 @@
+// Writing and reading the preregistration lock (see prereg.h).
 #include "suite/manifest/prereg.h"
 
 #include <fstream>
 #include <sstream>
 
+#include "base/errors.h"
 #include "suite/common/atomic_file.h"
 #include "suite/common/build_info.h"
-#include "base/errors.h"
 #include "suite/common/utc_time.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/instance_split.h"
+#include "suite/manifest/prereg_check.h"
 
 namespace kvaudit::manifest {
 namespace {
@@ -39,6 +41,11 @@ json splits_json(const Manifest& m) {
 }  // namespace
 
 json make_prereg(const Manifest& m, const Expansion& ex, const PlanSummary& s) {
+  return make_prereg(m, ex, s, fingerprint_inputs(m, nullptr));
+}
+
+json make_prereg(const Manifest& m, const Expansion& ex, const PlanSummary& s,
+                 const std::vector<InputFingerprint>& inputs) {
   const BuildInfo& bi = build_info();
   json j;
   j["kvaudit_prereg_schema"] = kPreregSchema;
@@ -59,6 +66,7 @@ json make_prereg(const Manifest& m, const Expansion& ex, const PlanSummary& s) {
                    {"git_commit", bi.git_commit}, {"git_dirty", bi.git_dirty},
                    {"build_type", bi.build_type}, {"compiler", bi.compiler}};
   j["created_utc"] = utc_now_iso8601();
+  j["inputs"] = inputs_json(inputs);
   return j;
 }
 
@@ -77,40 +85,39 @@ json load_prereg(const std::filesystem::path& out_dir) {
   } catch (const json::parse_error& e) {
     throw InputError(path.string() + ": not valid JSON (" + e.what() + ")");
   }
-  if (!j.is_object() || !j.contains("manifest_sha256") || !j["manifest_sha256"].is_string() ||
-      !j.contains("kvaudit_prereg_schema") || !j["kvaudit_prereg_schema"].is_number_integer()) {
-    throw InputError(path.string() +
-                     ": not a kvaudit preregistration (manifest_sha256 or kvaudit_prereg_schema "
-                     "missing)");
-  }
-  if (j["kvaudit_prereg_schema"].get<int>() != kPreregSchema) {
-    throw InputError(path.string() + ": preregistration schema " +
-                     std::to_string(j["kvaudit_prereg_schema"].get<int>()) +
-                     " is not supported by this kvaudit (expects " + std::to_string(kPreregSchema) +
-                     ")");
-  }
+  verify_prereg(j, path);
   return j;
+}
+
+void require_same_study(const std::filesystem::path& out_dir, const json& existing,
+                        const std::string& manifest_sha256) {
+  const std::string old_hash = existing.at("manifest_sha256").get<std::string>();
+  if (old_hash == manifest_sha256) return;
+  throw InputError((out_dir / kPreregFile).string() +
+                   ": already preregisters another manifest (sha256 " + old_hash +
+                   "; this manifest is " + manifest_sha256 +
+                   "); a changed study needs a new study.output_dir");
 }
 
 PreregOutcome write_prereg(const std::filesystem::path& out_dir, const json& prereg) {
   const auto path = out_dir / kPreregFile;
-  if (std::filesystem::exists(path)) {
-    const json old = load_prereg(out_dir);
-    const std::string old_hash = old["manifest_sha256"].get<std::string>();
-    const std::string new_hash = prereg["manifest_sha256"].get<std::string>();
-    if (old_hash == new_hash) return PreregOutcome::already_matches;
-    throw InputError(path.string() + ": already preregisters another manifest (sha256 " + old_hash +
-                     "; this manifest is " + new_hash +
-                     "); a changed study needs a new study.output_dir");
-  }
   std::error_code ec;
+  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_directory(out_dir, ec))
+    throw InputError(out_dir.string() + ": not a directory (the study's output directory must " +
+                     "be a directory; nothing was written)");
+  if (std::filesystem::exists(path)) {
+    require_same_study(out_dir, load_prereg(out_dir), prereg["manifest_sha256"].get<std::string>());
+    return PreregOutcome::already_matches;
+  }
   std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw InternalError("cannot create " + out_dir.string() + ": " + ec.message());
+  if (ec)
+    throw InputError(out_dir.string() + ": cannot create the output directory (" + ec.message() +
+                     "); nothing was written");
   write_new_file(path, prereg.dump(2) + "\n");
   return PreregOutcome::written;
 }
 
-void require_prereg_match(const std::filesystem::path& out_dir, const std::string& manifest_file,
+json require_prereg_match(const std::filesystem::path& out_dir, const std::string& manifest_file,
                           const std::string& manifest_sha256) {
   const json j = load_prereg(out_dir);
   const std::string locked = j["manifest_sha256"].get<std::string>();
@@ -119,6 +126,7 @@ void require_prereg_match(const std::filesystem::path& out_dir, const std::strin
                      " differs from the preregistration " + (out_dir / kPreregFile).string() +
                      " (" + locked + "); the study changed after it was planned");
   }
+  return j;
 }
 
 }  // namespace kvaudit::manifest

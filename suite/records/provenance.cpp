@@ -25,10 +25,11 @@ using Member = std::variant<std::string ShardProvenance::*, int ShardProvenance:
 struct Field {
   const char* name;
   Member member;
+  std::int64_t since_version = 1;  // the first schema version that has the attribute
 };
 
 #define KV_PROV(member) \
-  Field { #member, &ShardProvenance::member }
+  Field { #member, &ShardProvenance::member, 1 }
 
 const std::array kFields{
     KV_PROV(schema_version),
@@ -63,6 +64,8 @@ const std::array kFields{
     KV_PROV(attempt),
     KV_PROV(t_open_utc),
     KV_PROV(t_close_utc),
+    Field{"launch_id", &ShardProvenance::launch_id, 3},
+    Field{"salvaged_from", &ShardProvenance::salvaged_from, 3},
 };
 
 #undef KV_PROV
@@ -132,6 +135,7 @@ ShardProvenance read_provenance(hid_t file_id, const std::string& file) {
                      std::to_string(kSchemaVersion) + ")");
   }
   for (const Field& field : kFields) {
+    if (version < field.since_version) continue;
     std::visit(
         [&](auto member) {
           using T = std::remove_cvref_t<decltype(p.*member)>;

@@ -59,6 +59,9 @@ struct ShardProvenance {
   // ISO 8601 UTC with a trailing Z; t_close_utc is "" until the shard is closed.
   std::string t_open_utc;
   std::string t_close_utc;
+  // Schema version 3 on (absent, so "", in older shards):
+  std::string launch_id;      // the launch's random id, also in the file name (shard_name.h)
+  std::string salvaged_from;  // a salvage shard: the .tmp file names it republished, one per line
 };
 
 // Fills build info, hdf5_version, hostname, cuda_visible_devices and the slurm_* fields.

@@ -8,6 +8,7 @@
 
 #include "base/errors.h"
 #include "suite/records/hdf5_attributes.h"
+#include "suite/records/record_digest.h"
 
 namespace kvaudit::records {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 const std::string kWhat = "kvaudit record schema";
 
 #define KV_FIELD(member, type) \
-  FieldSpec { #member, FieldType::type, offsetof(RecordPod, member), nullptr }
+  FieldSpec { #member, FieldType::type, offsetof(RecordPod, member), nullptr, 1 }
 
 constexpr std::array kFields{
     KV_FIELD(cell_id, u64),
@@ -54,6 +55,7 @@ constexpr std::array kFields{
     KV_FIELD(decode_ms, f64),
     KV_FIELD(error, text),
     KV_FIELD(output, text),
+    FieldSpec{"record_digest", FieldType::u64, offsetof(RecordPod, record_digest), nullptr, 3},
 };
 
 #undef KV_FIELD
@@ -109,6 +111,7 @@ h5::Datatype make_compound(bool file, std::int64_t version) {
   auto compound = h5::adopt<h5::Kind::datatype>(H5Tcreate(H5T_COMPOUND, sizeof(RecordPod)),
                                                 h5::Blame::internal, kWhat, "H5Tcreate");
   for (const FieldSpec& field : kFields) {
+    if (!field_present(field, version)) continue;
     const h5::Datatype member = make_member_type(field.type, file);
     const char* name = field_name(field, version);
     h5::check(H5Tinsert(compound.get(), name, field.offset, member.get()), h5::Blame::internal,
@@ -257,6 +260,10 @@ E stored_or_cast(std::int8_t stored) {
 
 std::span<const FieldSpec> record_fields() { return kFields; }
 
+bool field_present(const FieldSpec& field, std::int64_t version) {
+  return version >= field.since_version;
+}
+
 const char* field_name(const FieldSpec& field, std::int64_t version) {
   return version < 2 && field.v1_name != nullptr ? field.v1_name : field.name;
 }
@@ -301,6 +308,7 @@ RecordPod to_pod(const CellRecord& r) {
       .decode_ms = r.decode_ms,
       .error = r.error.c_str(),
       .output = r.output.c_str(),
+      .record_digest = record_digest(r),
   };
 }
 
@@ -348,6 +356,7 @@ std::string describe_schema_mismatch(hid_t file_type, std::int64_t version) {
   const H5T_class_t cls = H5Tget_class(file_type);
   if (cls != H5T_COMPOUND) return "/records is " + class_phrase(cls) + ", expected a compound";
   for (const FieldSpec& field : kFields) {
+    if (!field_present(field, version)) continue;
     const char* name = field_name(field, version);
     const int index = H5Tget_member_index(file_type, name);
     if (index < 0) {

@@ -58,6 +58,7 @@ struct RecordPod {
   double decode_ms;
   const char* error;
   const char* output;
+  std::uint64_t record_digest;  // schema version 3 on (record_digest.h)
 };
 
 // What a member of the compound holds.
@@ -80,10 +81,14 @@ struct FieldSpec {
   FieldType type;
   std::size_t offset;             // offset in RecordPod
   const char* v1_name = nullptr;  // its name in schema version 1, if it differs
+  std::int64_t since_version = 1;  // the first schema version that has the member
 };
 
-// The members of the record compound, in file order.
+// The members of the record compound, in file order (of the newest schema; a member whose
+// since_version is above a file's version is absent from that file).
 std::span<const FieldSpec> record_fields();
+// Whether files of schema `version` have `field`.
+bool field_present(const FieldSpec& field, std::int64_t version);
 // `field`'s member name in files of schema `version`.
 const char* field_name(const FieldSpec& field, std::int64_t version);
 
@@ -93,8 +98,11 @@ h5::Datatype make_record_file_type();
 h5::Datatype make_record_memory_type(std::int64_t version = kSchemaVersion);
 
 // A view of `record` for H5Dwrite: the string members point into `record`, which must outlive it.
+// record_digest is computed from `record` (record_digest.h).
 RecordPod to_pod(const CellRecord& record);
-// A copy of what H5Dread produced; null string pointers (never written) become "".
+// A copy of what H5Dread produced; null string pointers (never written) become "". The stored
+// record_digest is not part of CellRecord: readers compare pod.record_digest with
+// record_digest(from_pod(pod)).
 CellRecord from_pod(const RecordPod& pod);
 
 // Checks a compound file type read from a shard of schema `version` against record_fields():

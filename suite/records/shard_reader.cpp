@@ -3,19 +3,26 @@
 
 #include <algorithm>
 #include <array>
+#include <sstream>
 #include <system_error>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/errors.h"
 #include "suite/records/hdf5_attributes.h"
 #include "suite/records/hdf5_handle.h"
+#include "suite/records/isolated_read.h"
+#include "suite/records/record_comparison.h"
+#include "suite/records/record_digest.h"
 #include "suite/records/record_schema.h"
+#include "suite/records/shard_checksum.h"
 #include "suite/records/shard_name.h"
 
 namespace kvaudit::records {
 namespace {
 
 constexpr hsize_t kReadBatch = 4096;
+constexpr hsize_t kSalvageBatch = 256;  // one chunk of /records (shard_writer.cpp)
 
 // Frees the strings HDF5 allocated in a batch of RecordPods, also when conversion throws.
 class VlenReclaimer {
@@ -44,16 +51,22 @@ h5::File open_read_only(const std::string& name) {
                                    h5::Blame::input, name, "opening as HDF5");
 }
 
-std::vector<CellRecord> read_rows(hid_t dataset, hsize_t n_rows, std::int64_t version,
-                                  const std::string& name) {
+// Reads rows [0, n_rows) of /records into contents.records. From schema 3 on every row's
+// record_digest is checked. Published mode: any failure throws. Salvage mode: batches of one
+// chunk; a batch HDF5 cannot read and a row failing its digest are counted and left out.
+void read_rows(hid_t dataset, hsize_t n_rows, std::int64_t version, const std::string& name,
+               ShardReadMode mode, ShardContents& contents) {
+  const bool salvage = mode == ShardReadMode::salvage;
+  const bool has_digest = version >= 3;
+  contents.digests_checked = has_digest;
   const h5::Datatype memory_type = make_record_memory_type(version);
   const h5::Dataspace file_space = h5::adopt<h5::Kind::dataspace>(
       H5Dget_space(dataset), h5::Blame::input, name, "reading the dataspace of /records");
-  std::vector<CellRecord> records;
-  records.reserve(static_cast<std::size_t>(n_rows));
+  contents.records.reserve(static_cast<std::size_t>(std::min<hsize_t>(n_rows, 1u << 20)));
   std::vector<RecordPod> buffer;
-  for (hsize_t start = 0; start < n_rows; start += kReadBatch) {
-    const std::array<hsize_t, 1> count{std::min(kReadBatch, n_rows - start)};
+  const hsize_t batch = salvage ? kSalvageBatch : kReadBatch;
+  for (hsize_t start = 0; start < n_rows; start += batch) {
+    const std::array<hsize_t, 1> count{std::min(batch, n_rows - start)};
     const std::array<hsize_t, 1> offset{start};
     h5::check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, offset.data(), nullptr,
                                   count.data(), nullptr),
@@ -62,13 +75,44 @@ std::vector<CellRecord> read_rows(hid_t dataset, hsize_t n_rows, std::int64_t ve
         H5Screate_simple(1, count.data(), nullptr), h5::Blame::internal, name, "H5Screate_simple");
     buffer.assign(static_cast<std::size_t>(count[0]), RecordPod{});
     const VlenReclaimer reclaim(memory_type.get(), memory_space.get(), buffer);
-    h5::check(H5Dread(dataset, memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT,
-                      buffer.data()),
-              h5::Blame::input, name, "reading /records");
-    for (const RecordPod& pod : buffer) records.push_back(from_pod(pod));
+    if (H5Dread(dataset, memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT,
+                buffer.data()) < 0) {
+      if (!salvage) h5::throw_error(h5::Blame::input, name, "reading /records");
+      H5Eclear2(H5E_DEFAULT);
+      // A chunk failing its fletcher32 checksum: read it once more without the check and keep
+      // the rows whose record digests still match (schema 3); older shards have no digests.
+      bool reread = false;
+      if (has_digest) {
+        buffer.assign(static_cast<std::size_t>(count[0]), RecordPod{});
+        const h5::PropertyList no_edc = h5::adopt<h5::Kind::property_list>(
+            H5Pcreate(H5P_DATASET_XFER), h5::Blame::internal, name, "H5Pcreate");
+        reread = H5Pset_edc_check(no_edc.get(), H5Z_DISABLE_EDC) >= 0 &&
+                 H5Dread(dataset, memory_type.get(), memory_space.get(), file_space.get(),
+                         no_edc.get(), buffer.data()) >= 0;
+        H5Eclear2(H5E_DEFAULT);
+      }
+      if (!reread) {
+        contents.n_rows_unreadable += count[0];
+        continue;
+      }
+    }
+    for (std::size_t i = 0; i < buffer.size(); ++i) {
+      CellRecord record = from_pod(buffer[i]);
+      if (has_digest && record_digest(record) != buffer[i].record_digest) {
+        if (!salvage) {
+          throw InputError(name + ": record " + std::to_string(start + i) + " (cell " +
+                           std::to_string(record.cell_id) +
+                           ") does not match its record_digest: the record was damaged");
+        }
+        ++contents.n_bad_digest;
+        continue;
+      }
+      contents.records.push_back(std::move(record));
+    }
   }
-  return records;
 }
+
+std::string file_name_of(const std::filesystem::path& path) { return path.filename().string(); }
 
 }  // namespace
 
@@ -80,6 +124,18 @@ std::string_view to_string(TempShardOutcome outcome) {
       return "salvaged";
     case TempShardOutcome::unreadable:
       return "unreadable";
+  }
+  return "?";
+}
+
+std::string_view to_string(ShardVerification verification) {
+  switch (verification) {
+    case ShardVerification::checksum:
+      return "checksum";
+    case ShardVerification::legacy:
+      return "legacy";
+    case ShardVerification::salvaged:
+      return "salvaged";
   }
   return "?";
 }
@@ -99,6 +155,8 @@ ShardListing list_shards(const std::filesystem::path& directory) {
       listing.published.push_back(entry.path());
     } else if (is_temp_shard_name(name)) {
       listing.temporary.push_back(entry.path());
+    } else if (is_checksum_file_name(name)) {
+      listing.checksums.push_back(entry.path());
     } else {
       listing.ignored.push_back(entry.path());
     }
@@ -108,6 +166,7 @@ ShardListing list_shards(const std::filesystem::path& directory) {
   };
   std::sort(listing.published.begin(), listing.published.end(), by_name);
   std::sort(listing.temporary.begin(), listing.temporary.end(), by_name);
+  std::sort(listing.checksums.begin(), listing.checksums.end(), by_name);
   std::sort(listing.ignored.begin(), listing.ignored.end(), by_name);
   return listing;
 }
@@ -158,17 +217,156 @@ ShardContents read_shard(const std::filesystem::path& file, ShardReadMode mode) 
   } else {
     to_read = std::min<hsize_t>(rows, contents.n_records_attribute);
   }
-  contents.records = read_rows(dataset.get(), to_read, version, name);
+  read_rows(dataset.get(), to_read, version, name, mode, contents);
   return contents;
 }
+
+namespace {
+
+constexpr std::size_t kMaxListedConflicts = 20;
+
+struct Conflict {
+  std::uint64_t cell_id = 0;
+  std::filesystem::path first_file;
+  std::filesystem::path second_file;
+  std::vector<std::string> fields;
+};
+
+// Merges records into `study`, unique by cell_id (see read_study in shard_reader.h).
+class StudyMerger {
+ public:
+  explicit StudyMerger(StudyRecords& study) : study_(study) {}
+
+  enum class Added { added, identical, retried, kept_retry, conflict };
+
+  Added add(CellRecord record, const std::filesystem::path& file, bool temporary) {
+    const auto [it, inserted] = index_.try_emplace(record.cell_id, study_.records.size());
+    if (inserted) {
+      owner_.push_back(file);
+      study_.records.push_back(std::move(record));
+      study_.from_temporary.push_back(temporary);
+      if (!temporary) ++study_.n_from_published;
+      return Added::added;
+    }
+    const std::size_t at = it->second;
+    CellRecord& kept = study_.records[at];
+    const std::vector<std::string> fields = differing_content_fields(kept, record);
+    if (fields.empty()) {
+      // A .tmp repeating a published record is what salvage expects (counted there instead).
+      if (!temporary) study_.duplicates.push_back({record.cell_id, owner_[at], file});
+      return Added::identical;
+    }
+    if (is_retryable_status(kept.status) && record.attempt > kept.attempt) {
+      study_.retried.push_back({record.cell_id, owner_[at], file, kept.status});
+      if (study_.from_temporary[at] != temporary) {
+        if (temporary) {
+          --study_.n_from_published;
+        } else {
+          ++study_.n_from_published;
+        }
+        study_.from_temporary[at] = temporary;
+      }
+      kept = std::move(record);
+      owner_[at] = file;
+      return Added::retried;
+    }
+    if (is_retryable_status(record.status) && kept.attempt > record.attempt) {
+      study_.retried.push_back({record.cell_id, file, owner_[at], record.status});
+      return Added::kept_retry;
+    }
+    conflicts_.push_back({record.cell_id, owner_[at], file, fields});
+    return Added::conflict;
+  }
+
+  // InputError listing every conflict (up to kMaxListedConflicts) when there is one.
+  void throw_if_conflicts() const {
+    if (conflicts_.empty()) return;
+    std::ostringstream out;
+    out << conflicts_.size()
+        << " cell(s) have records that disagree in more than one shard (a study may hold one "
+           "result per cell; remove the shard that should not count, or move it to another "
+           "directory):";
+    for (std::size_t i = 0; i < conflicts_.size() && i < kMaxListedConflicts; ++i) {
+      const Conflict& c = conflicts_[i];
+      out << "\n  cell " << c.cell_id << ": " << c.first_file.string() << " and "
+          << c.second_file.string() << " differ in ";
+      for (std::size_t f = 0; f < c.fields.size(); ++f) out << (f ? ", " : "") << c.fields[f];
+    }
+    if (conflicts_.size() > kMaxListedConflicts) {
+      out << "\n  … and " << conflicts_.size() - kMaxListedConflicts << " more";
+    }
+    throw InputError(out.str());
+  }
+
+ private:
+  StudyRecords& study_;
+  std::unordered_map<std::uint64_t, std::size_t> index_;  // cell_id -> index in study_.records
+  std::vector<std::filesystem::path> owner_;              // parallel to study_.records
+  std::vector<Conflict> conflicts_;
+};
+
+const char* kSalvageHint =
+    "; nothing was used from it. `--salvage-corrupt` keeps the records of a damaged shard whose "
+    "record digests still match; or move the file out of the shard directory";
+
+// A published shard: verified against its sidecar before parsing; otherwise read in a child first.
+ShardContents read_published(const std::filesystem::path& file, const StudyReadOptions& options,
+                             PublishedShardInfo& info) {
+  const ChecksumCheck check = verify_shard_checksum(file);
+  if (check.status == ChecksumStatus::verified) {
+    info.verification = ShardVerification::checksum;
+    return read_shard(file, ShardReadMode::published);
+  }
+  if (check.status == ChecksumStatus::missing) {
+    // Schema 1 and 2 shards never had a sidecar; a newer one lost it.
+    ShardContents shard;
+    try {
+      shard = read_shard_isolated(file, ShardReadMode::published, options.isolation_timeout);
+    } catch (const InputError& e) {
+      if (!options.salvage_corrupt) throw InputError(check.message + ", and " + e.what());
+    }
+    if (!shard.file.empty() && shard.provenance.schema_version < 3) {
+      info.verification = ShardVerification::legacy;
+      info.note = file.string() + ": schema version " +
+                  std::to_string(shard.provenance.schema_version) +
+                  ", written before shards had checksums: read unverified";
+      return shard;
+    }
+    if (!options.salvage_corrupt) {
+      throw InputError(check.message +
+                       " (every shard of schema version 3 or later is published "
+                       "with one)" +
+                       kSalvageHint);
+    }
+  } else if (!options.salvage_corrupt) {
+    throw InputError(check.message + kSalvageHint);
+  }
+  // salvage_corrupt: what can be proven intact, i.e. rows whose record_digest matches.
+  info.verification = ShardVerification::salvaged;
+  ShardContents shard;
+  try {
+    shard = read_shard_isolated(file, ShardReadMode::salvage, options.isolation_timeout);
+  } catch (const InputError& e) {
+    throw InputError(check.message + "; salvaging it failed too: " + e.what());
+  }
+  if (!shard.digests_checked) {
+    info.n_dropped = shard.records.size();
+    shard.records.clear();
+  }
+  info.n_dropped += shard.n_rows_unreadable + shard.n_bad_digest;
+  info.note = check.message + "; salvaged " + std::to_string(shard.records.size()) +
+              " record(s) whose digests match, " + std::to_string(info.n_dropped) + " left out";
+  return shard;
+}
+
+}  // namespace
 
 StudyRecords read_study(const std::filesystem::path& directory, const StudyReadOptions& options) {
   const ShardListing listing = list_shards(directory);
   StudyRecords study;
   study.ignored = listing.ignored;
   study.manifest_sha256 = options.expected_manifest_sha256;
-  // cell_id -> the shard that holds its kept record
-  std::unordered_map<std::uint64_t, std::filesystem::path> owner;
+  StudyMerger merger(study);
   bool have_hash = !options.expected_manifest_sha256.empty();
   std::string hash_source = "the expected hash";  // where study.manifest_sha256 came from
 
@@ -186,60 +384,98 @@ StudyRecords read_study(const std::filesystem::path& directory, const StudyReadO
     }
   };
 
+  // Sidecars whose shard is absent: left by a crash between writing the sidecar and link().
+  std::unordered_set<std::string> published_names;
+  for (const auto& file : listing.published) published_names.insert(file_name_of(file));
+  for (const auto& sidecar : listing.checksums) {
+    const std::string name = file_name_of(sidecar);
+    const std::string shard = name.substr(0, name.size() - std::string(".sha256").size());
+    if (!published_names.contains(shard)) {
+      study.warnings.push_back(sidecar.string() +
+                               ": checksum file without its shard (a publish interrupted before "
+                               "link(); the shard's records are in its .tmp, if anywhere)");
+    }
+  }
+
+  // The .tmp files earlier launches republished (salvaged_from of published shards).
+  std::unordered_map<std::string, std::filesystem::path> republished;
+
   for (const auto& file : listing.published) {
-    ShardContents shard = read_shard(file, ShardReadMode::published);
+    PublishedShardInfo info;
+    info.file = file;
+    ShardContents shard = read_published(file, options, info);
     check_manifest(shard);
-    PublishedShardInfo info{file, shard.provenance, shard.records.size(), 0};
+    info.provenance = shard.provenance;
+    info.n_records = shard.records.size();
+    if (!info.note.empty()) study.warnings.push_back(info.note);
+    std::istringstream from(shard.provenance.salvaged_from);
+    for (std::string line; std::getline(from, line);) {
+      if (!line.empty()) republished.emplace(line, file);
+    }
     for (CellRecord& record : shard.records) {
-      const auto [it, inserted] = owner.try_emplace(record.cell_id, file);
-      if (!inserted) {
-        study.duplicates.push_back({record.cell_id, it->second, file});
+      const auto added = merger.add(std::move(record), file, false);
+      if (added == StudyMerger::Added::identical || added == StudyMerger::Added::kept_retry) {
         ++info.n_duplicates;
-        continue;
       }
-      study.records.push_back(std::move(record));
     }
     study.published.push_back(std::move(info));
   }
-  study.n_from_published = study.records.size();
+  merger.throw_if_conflicts();
 
   for (const auto& file : listing.temporary) {
     TempShardInfo info;
     info.file = file;
+    if (const auto it = republished.find(file_name_of(file)); it != republished.end()) {
+      info.republished_in = it->second;
+    }
     if (!options.salvage) {
-      study.warnings.push_back(file.string() +
-                               ": unpublished temporary shard skipped (its cells will be redone)");
+      if (info.republished_in.empty()) {
+        study.warnings.push_back(
+            file.string() +
+            ": unpublished temporary shard, not read (only `kvaudit run` salvages it; cells it "
+            "holds that no published shard has count as not done)");
+      }
       study.temporary.push_back(std::move(info));
       continue;
     }
     ShardContents shard;
     try {
-      shard = read_shard(file, ShardReadMode::salvage);
+      shard = read_shard_isolated(file, ShardReadMode::salvage, options.isolation_timeout);
     } catch (const InputError& e) {
       info.outcome = TempShardOutcome::unreadable;
       info.message = e.what();
-      study.warnings.push_back(
-          info.message + " (unpublished temporary shard, unreadable: its cells will be redone)");
+      study.warnings.push_back(info.message +
+                               " (unpublished temporary shard, unreadable: its cells that no "
+                               "published shard holds will be run again)");
       study.temporary.push_back(std::move(info));
       continue;
     }
     check_manifest(shard);
     info.outcome = TempShardOutcome::salvaged;
     info.n_flushed = shard.records.size();
+    info.n_dropped = shard.n_rows_unreadable + shard.n_bad_digest;
     for (CellRecord& record : shard.records) {
-      if (!owner.try_emplace(record.cell_id, file).second) {
-        ++info.n_already_present;
-        continue;
+      switch (merger.add(std::move(record), file, true)) {
+        case StudyMerger::Added::added:
+        case StudyMerger::Added::retried:
+          ++info.n_added;
+          break;
+        default:
+          ++info.n_already_present;
+          break;
       }
-      study.records.push_back(std::move(record));
-      ++info.n_added;
     }
-    study.warnings.push_back(file.string() + ": salvaged " + std::to_string(info.n_added) +
-                             " records from an unpublished temporary shard (" +
-                             std::to_string(info.n_flushed) + " flushed, " +
-                             std::to_string(info.n_already_present) + " already present)");
+    if (info.n_added > 0 || info.n_dropped > 0 || info.republished_in.empty()) {
+      study.warnings.push_back(
+          file.string() + ": salvaged " + std::to_string(info.n_added) +
+          " records from an unpublished temporary shard (" + std::to_string(info.n_flushed) +
+          " flushed and intact, " + std::to_string(info.n_already_present) + " already present" +
+          (info.n_dropped > 0 ? ", " + std::to_string(info.n_dropped) + " damaged, left out" : "") +
+          ")");
+    }
     study.temporary.push_back(std::move(info));
   }
+  merger.throw_if_conflicts();
   return study;
 }
 

@@ -12,6 +12,7 @@
 #include "suite/common/utc_time.h"
 #include "suite/records/hdf5_attributes.h"
 #include "suite/records/record_schema.h"
+#include "suite/records/shard_checksum.h"
 #include "suite/records/shard_name.h"
 #include "suite/records/utf8_text.h"
 
@@ -36,8 +37,11 @@ void require_member(E value, const CellRecord& record, const char* field) {
 ShardWriter::ShardWriter(ShardWriterOptions options) : options_(std::move(options)) {
   h5::quiet_errors();
   if (options_.flush_every == 0) throw InternalError("ShardWriter: flush_every must be at least 1");
-  const ShardNameParts parts = shard_name_parts_from_environment(
-      options_.launch_pid, options_.provenance.rank, options_.seq);
+  if (options_.launch_id.empty()) options_.launch_id = make_launch_id();
+  const ShardNameParts parts =
+      shard_name_parts_from_environment(options_.provenance.attempt, options_.launch_pid,
+                                        options_.launch_id, options_.provenance.rank, options_.seq);
+  options_.provenance.launch_id = parts.launch_id;
   const std::string name = shard_file_name(parts);
   final_path_ = options_.directory / name;
   temp_path_ = options_.directory / (name + ".tmp");
@@ -49,8 +53,10 @@ ShardWriter::ShardWriter(ShardWriterOptions options) : options_(std::move(option
     throw InternalError("cannot create shard directory " + options_.directory.string() + ": " +
                         ec.message());
   }
-  if (std::filesystem::exists(final_path_)) {
-    throw InputError(final_path_.string() + ": already exists; refusing to overwrite it");
+  for (const auto& taken : {final_path_, checksum_path(final_path_)}) {
+    if (std::filesystem::exists(taken)) {
+      throw InputError(taken.string() + ": already exists; refusing to overwrite it");
+    }
   }
   if (std::filesystem::exists(temp_path_)) {
     throw InputError(temp_name_ + ": already exists; refusing to overwrite it");
@@ -89,6 +95,8 @@ void ShardWriter::initialise_new_file() {
   const std::array<hsize_t, 1> chunk{kChunkRecords};
   h5::check(H5Pset_chunk(create_props.get(), 1, chunk.data()), h5::Blame::internal, temp_name_,
             "H5Pset_chunk");
+  h5::check(H5Pset_fletcher32(create_props.get()), h5::Blame::internal, temp_name_,
+            "H5Pset_fletcher32");
   dataset_ = h5::adopt<h5::Kind::dataset>(
       H5Dcreate2(file_.get(), kRecordsDataset, file_type.get(), space.get(), H5P_DEFAULT,
                  create_props.get(), H5P_DEFAULT),
@@ -173,6 +181,8 @@ std::filesystem::path ShardWriter::close_and_publish() {
   dataset_.reset();
   memory_type_.reset();
   if (file_.close() < 0) h5::throw_error(h5::Blame::internal, temp_name_, "H5Fclose");
+  fsync_path(temp_path_);
+  write_shard_checksum(temp_path_, final_path_);  // the sidecar exists before the shard does
   publish_file(temp_path_, final_path_);  // fsyncs the file, link()s, unlinks, fsyncs the directory
   return final_path_;
 }

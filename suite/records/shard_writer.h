@@ -2,12 +2,14 @@
 //
 // Protocol (docs/RECORDS.md): the shard is created as <name>.tmp with H5F_ACC_EXCL (nothing is
 // ever truncated) and default format bounds (a crashed file opens without h5clear); provenance and
-// n_records = 0 are written and flushed at once. append() buffers in memory; every `flush_every`
+// n_records = 0 are written and flushed at once. /records is chunked with the fletcher32 filter
+// and every row carries its record_digest. append() buffers in memory; every `flush_every`
 // records flush() extends `/records`, writes the batch with one hyperslab H5Dwrite, updates
 // n_records and calls H5Fflush, so between flushes the file on disk is not touched and a SIGKILL
-// loses only the unflushed tail. close_and_publish() flushes, sets t_close_utc, closes, fsyncs and
-// publishes with link() (refusing to replace an existing file), then fsyncs the directory. A writer
-// destroyed without close_and_publish() flushes and closes but keeps the .tmp name.
+// loses only the unflushed tail. close_and_publish() flushes, sets t_close_utc, closes, fsyncs,
+// writes the SHA-256 sidecar (shard_checksum.h) and publishes with link() (refusing to replace an
+// existing file), then fsyncs the directory. A writer destroyed without close_and_publish()
+// flushes and closes but keeps the .tmp name.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,9 @@ struct ShardWriterOptions {
   // t_open_utc and t_close_utc are set by the writer.
   ShardProvenance provenance;
   std::int64_t launch_pid = 0;  // rank 0's pid, identical on all ranks of one launch
+  // rank 0's random launch id (make_launch_id), identical on all ranks of one launch; the writer
+  // draws one when it is empty. With provenance.attempt it keeps names unique when pids repeat.
+  std::string launch_id;
   std::uint32_t seq = 0;        // rotation counter: a new shard of the same rank gets seq + 1
   std::size_t flush_every = 256;
   // The canonical manifest JSON; stored in /provenance/manifest_canonical when non-empty.

@@ -10,6 +10,8 @@
 
 #include "base/errors.h"
 #include "suite/common/sha256.h"
+#include "suite/records/isolated_read.h"
+#include "suite/records/shard_checksum.h"
 #include "suite/records/shard_name.h"
 #include "suite/records/shard_reader.h"
 
@@ -18,11 +20,13 @@ namespace {
 
 constexpr std::size_t kMaxListedDuplicates = 20;
 
+// Counts by status of records[i] for i < count with include(i).
+template <typename Include>
 void print_status_counts(std::ostream& out, const std::vector<CellRecord>& records,
-                         std::size_t count) {
+                         std::size_t count, Include include) {
   std::array<std::size_t, EnumTraits<CellStatus>::members.size()> counts{};
   for (std::size_t i = 0; i < count; ++i) {
-    counts[static_cast<std::size_t>(records[i].status)] += 1;
+    if (include(i)) counts[static_cast<std::size_t>(records[i].status)] += 1;
   }
   out << "  by status:";
   for (const auto& member : EnumTraits<CellStatus>::members) {
@@ -47,15 +51,29 @@ void print_if_mixed(std::ostream& out, const char* label,
 
 void describe_shard(const std::filesystem::path& file, std::ostream& out) {
   const bool temporary = is_temp_shard_name(file.filename().string());
+  const ShardReadMode mode = temporary ? ShardReadMode::salvage : ShardReadMode::published;
+  // Only a shard its sidecar vouches for is parsed in this process (docs/RECORDS.md §Integrity).
+  std::string checksum = "none (unpublished)";
+  bool verified = false;
+  if (!temporary) {
+    const ChecksumCheck check = verify_shard_checksum(file);
+    verified = check.status == ChecksumStatus::verified;
+    checksum = verified ? "verified (" + check.expected + ")"
+                        : std::string(to_string(check.status)) + ": " + check.message;
+    if (check.status == ChecksumStatus::mismatch || check.status == ChecksumStatus::malformed) {
+      throw InputError(check.message);
+    }
+  }
   const ShardContents shard =
-      read_shard(file, temporary ? ShardReadMode::salvage : ShardReadMode::published);
+      verified ? read_shard(file, mode) : read_shard_isolated(file, mode, kDefaultIsolationTimeout);
   out << "shard: " << file.string() << "\n";
+  out << "checksum: " << checksum << "\n";
   out << "state: "
       << (temporary ? "unpublished temporary shard (records up to its last flush)" : "published")
       << "\n";
   out << "records: " << shard.records.size() << " (n_records attribute "
       << shard.n_records_attribute << ", /records rows " << shard.n_rows << ")\n";
-  print_status_counts(out, shard.records, shard.records.size());
+  print_status_counts(out, shard.records, shard.records.size(), [](std::size_t) { return true; });
   out << "provenance:\n";
   for (const auto& [name, value] : provenance_items(shard.provenance)) {
     out << "  " << name << ": " << value << "\n";
@@ -95,6 +113,9 @@ void describe_study(const std::filesystem::path& directory, std::ostream& out) {
     const ShardProvenance& p = shard.provenance;
     out << "  " << shard.file.filename().string() << ": " << shard.n_records << " records";
     if (shard.n_duplicates > 0) out << " (" << shard.n_duplicates << " duplicates)";
+    if (shard.verification != ShardVerification::checksum) {
+      out << " [" << to_string(shard.verification) << ": " << shard.note << "]";
+    }
     out << ", rank " << p.rank << "/" << p.world_size << ", host " << p.hostname << ", attempt "
         << p.attempt << ", " << p.t_open_utc << " .. " << p.t_close_utc << "\n";
   }
@@ -106,7 +127,12 @@ void describe_study(const std::filesystem::path& directory, std::ostream& out) {
       out << "unreadable (" << shard.message << ")\n";
     } else {
       out << shard.n_flushed << " flushed records, " << shard.n_added
-          << " of them for cells no published shard holds (recoverable with salvage)\n";
+          << " of them for cells no published shard holds (recoverable with salvage)";
+      if (shard.n_dropped > 0) out << ", " << shard.n_dropped << " damaged";
+      if (!shard.republished_in.empty()) {
+        out << "; republished in " << shard.republished_in.filename().string();
+      }
+      out << "\n";
     }
   }
   if (!study.ignored.empty()) {
@@ -115,7 +141,8 @@ void describe_study(const std::filesystem::path& directory, std::ostream& out) {
   }
 
   out << "duplicates: " << study.duplicates.size()
-      << " records repeat a cell already in an earlier published shard (counted once)\n";
+      << " records repeat (with the same content) a cell already in an earlier published shard "
+         "(counted once)\n";
   for (std::size_t i = 0; i < study.duplicates.size() && i < kMaxListedDuplicates; ++i) {
     const DuplicateCell& d = study.duplicates[i];
     out << "  cell " << d.cell_id << " (" << id_hex(d.cell_id) << "): kept from "
@@ -127,7 +154,12 @@ void describe_study(const std::filesystem::path& directory, std::ostream& out) {
   }
 
   out << "unique cells in published shards: " << study.n_from_published << "\n";
-  print_status_counts(out, study.records, study.n_from_published);
+  print_status_counts(out, study.records, study.records.size(),
+                      [&](std::size_t i) { return !study.from_temporary[i]; });
+  if (!study.retried.empty()) {
+    out << "retried: " << study.retried.size()
+        << " failed record(s) replaced by a later attempt's (kvaudit run --retry-failed)\n";
+  }
 
   if (study.published.size() > 1) {
     out << "heterogeneity across published shards:\n";

@@ -6,9 +6,11 @@
 
 namespace kvaudit::records {
 
-// Prints the shard's state (published or temporary), record counts by status, the provenance
-// attributes and whether the canonical manifest is embedded. A temporary shard is read the way
-// salvage reads it. Throws InputError if the file is not a valid shard.
+// Prints the shard's state (published or temporary), its checksum, record counts by status, the
+// provenance attributes and whether the canonical manifest is embedded. A published shard is
+// verified against its sidecar first (a mismatch is an InputError); a shard no sidecar vouches for
+// is read in a child process first. A temporary shard is read the way salvage reads it. Throws
+// InputError if the file is not a valid shard.
 void describe_shard(const std::filesystem::path& file, std::ostream& out);
 
 // Prints the study's manifest hash, published shards (records, rank, host, attempt), temporary

@@ -4,9 +4,10 @@
 #include <map>
 #include <set>
 
-#include "statistics/certification.h"
 #include "base/errors.h"
+#include "statistics/certification.h"
 #include "suite/manifest/canonical.h"
+#include "suite/manifest/input_fingerprints.h"
 #include "suite/manifest/number_format.h"
 
 namespace kvaudit::reduce {
@@ -150,6 +151,12 @@ void require_same_splits(const json& lock, const std::filesystem::path& lock_fil
       }
     }
   }
+}
+
+void require_same_inputs(const json& lock, const std::filesystem::path& lock_file,
+                         const manifest::Manifest& m, std::ostream& notes) {
+  manifest::require_same_inputs(lock, lock_file, m, manifest::AbsentInput::note,
+                                "nothing was written", notes);
 }
 
 std::vector<LockedFamily> locked_families(const json& lock, const std::filesystem::path& lock_file,

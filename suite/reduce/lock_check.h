@@ -1,13 +1,16 @@
-// The preregistration lock as reduce reads it: the manifest must be the one the lock was written
-// for (same canonical SHA-256), and the lock's certification contracts, calibration/test splits and
-// Bonferroni family sizes must be what that manifest implies. Any difference is refused
-// (kvaudit::InputError naming the lock, the field and both values): reduce never certifies or
-// corrects over anything but the preregistered contract and families.
+// The preregistration lock as reduce reads it (the lock itself is verified whole when it is loaded,
+// manifest/prereg_check.h): the manifest must be the one the lock was written for (same canonical
+// SHA-256), the lock's certification contracts, calibration/test splits and Bonferroni family sizes
+// must be what that manifest implies, and the models and data files that are present must be the
+// ones the lock fingerprinted. Any difference is refused (kvaudit::InputError naming the lock, the
+// field or file and both values): reduce never certifies or corrects over anything but the
+// preregistered contract and families, nor over records of a swapped model.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,13 @@ void require_same_contracts(const nlohmann::json& lock, const std::filesystem::p
 // the split the expansion assigns to the units.
 void require_same_splits(const nlohmann::json& lock, const std::filesystem::path& lock_file,
                          const manifest::Manifest& m, const manifest::Expansion& ex);
+
+// Refuses (InputError naming the file, the locked and the current fingerprint) when a model or
+// data file the lock fingerprinted is present and differs, or when a file the study reads now was
+// not fingerprinted. A file that is absent (a study reduced on a machine without its models: reduce
+// reads only records) is noted in `notes` and skipped; so is a schema-1 lock without fingerprints.
+void require_same_inputs(const nlohmann::json& lock, const std::filesystem::path& lock_file,
+                         const manifest::Manifest& m, std::ostream& notes);
 
 // The lock's Bonferroni families (counts.bonferroni_families); InputError naming the lock when the
 // entry is malformed or when a family differs from the manifest's declaration.

@@ -74,11 +74,14 @@ ReduceResult reduce_study(const ReduceOptions& options) {
   const StudyFrame& frame = *res.frame;
   res.coverage = compute_coverage(frame);
   res.exclusions = summarize_exclusions(frame);
-  for (const auto& t : study.records.temporary)
-    res.warnings.push_back("unpublished shard " + t.file.filename().string() + " (" +
-                           std::string(records::to_string(t.outcome)) +
-                           (t.message.empty() ? "" : ": " + t.message) + ")");
+  // read_study names every unpublished shard not already republished, every unverified or
+  // salvaged shard and orphan sidecars in its warnings.
   for (const auto& w : study.records.warnings) res.warnings.push_back(w);
+  if (!study.records.retried.empty()) {
+    res.warnings.push_back(std::to_string(study.records.retried.size()) +
+                           " failed record(s) were replaced by a later attempt's records "
+                           "(kvaudit run --retry-failed); the later ones are used");
+  }
   watch.lap("coverage: " + std::to_string(res.coverage.total.ok) + " ok, " +
             std::to_string(res.coverage.total.excluded) + " excluded, " +
             std::to_string(res.coverage.total.failed) + " failed, " +

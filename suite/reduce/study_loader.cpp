@@ -41,6 +41,7 @@ LoadedStudy load_study(const LoadOptions& options) {
   records::StudyReadOptions read_options;
   read_options.expected_manifest_sha256 = s.manifest_sha256;
   read_options.salvage = options.salvage;
+  read_options.salvage_corrupt = options.salvage_corrupt;
   s.records = records::read_study(shards, read_options);
   return s;
 }

@@ -23,6 +23,9 @@ struct LoadOptions {
   std::optional<std::filesystem::path> manifest_file;
   // Also use the flushed records of unpublished (.h5.tmp) shards for cells no published shard has.
   bool salvage = false;
+  // Use the digest-verified records of published shards that fail their checksum
+  // (records::StudyReadOptions::salvage_corrupt) instead of refusing the study.
+  bool salvage_corrupt = false;
 };
 
 struct LoadedStudy {

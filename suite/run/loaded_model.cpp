@@ -61,6 +61,8 @@ LoadedModel::LoadedModel(const manifest::Manifest& manifest, std::size_t model_i
     weights_.config.dtype = model::ComputeDtype::f32;
   }
   tokenizer_ = model::load_tokenizer(path);
+  model::require_tokenizer_fits_model(*tokenizer_, weights_.config.vocab_size,
+                                      "models." + m.name + " (" + path.string() + ")");
   if (const auto bos = tokenizer_->bos_id()) {
     if (const auto text = tokenizer_->id_to_token(*bos)) bos_text_ = *text;
   }

@@ -2,6 +2,7 @@
 #include "suite/run/rank_loop.h"
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <new>
 #include <optional>
@@ -112,6 +113,7 @@ RankLoopResult run_rank_loop(const manifest::Manifest& manifest,
         record.attempt = attempt;
         writer->append(record);
         ++result.cells_by_status.at(static_cast<std::size_t>(record.status));
+        result.failures.add(record);
       }
       writer->flush();
       result.cells_written += produced.size();
@@ -122,11 +124,12 @@ RankLoopResult run_rank_loop(const manifest::Manifest& manifest,
     publish();
   } catch (...) {
     // Keep what was written: publish it if possible, else leave the .tmp for salvage.
+    result.error = std::current_exception();
     try {
       publish();
     } catch (...) {
+      result.cells_unpublished = result.cells_written;
     }
-    throw;
   }
   result.seconds = elapsed();
   return result;

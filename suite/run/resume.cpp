@@ -3,17 +3,19 @@
 
 #include <algorithm>
 
+#include "suite/records/record_comparison.h"
 #include "suite/records/shard_reader.h"
 
 namespace kvaudit::run {
 
 ResumeScan scan_for_resume(const std::filesystem::path& shards_dir,
-                           const std::string& manifest_sha256) {
+                           const std::string& manifest_sha256, const ResumeOptions& resume) {
   ResumeScan scan;
   if (!std::filesystem::exists(shards_dir)) return scan;
   records::StudyReadOptions options;
   options.salvage = true;
   options.expected_manifest_sha256 = manifest_sha256;
+  options.salvage_corrupt = resume.salvage_corrupt;
   const records::StudyRecords study = records::read_study(shards_dir, options);
 
   scan.published_shards = study.published.size();
@@ -27,28 +29,48 @@ ResumeScan scan_for_resume(const std::filesystem::path& shards_dir,
   for (std::size_t i = 0; i < study.records.size(); ++i) {
     const auto& record = study.records[i];
     scan.previous_attempts = std::max(scan.previous_attempts, static_cast<int>(record.attempt));
+    if (study.from_temporary[i]) scan.salvaged.push_back(record);
+    if (resume.retry_failed && records::is_retryable_status(record.status)) {
+      ++scan.failed_to_retry;
+      continue;
+    }
     scan.done_cells.push_back(record.cell_id);
-    if (i >= study.n_from_published) scan.salvaged.push_back(record);
   }
   std::sort(scan.done_cells.begin(), scan.done_cells.end());
 
   if (!study.duplicates.empty()) {
     scan.messages.push_back(std::to_string(study.duplicates.size()) +
-                            " cell(s) appear in more than one published shard (each is counted "
-                            "once; first: cell " +
+                            " cell(s) have identical records in more than one shard (each is "
+                            "counted once; first: cell " +
                             std::to_string(study.duplicates.front().cell_id) + " in " +
                             study.duplicates.front().duplicate_file.filename().string() + ")");
+  }
+  if (!study.retried.empty()) {
+    scan.messages.push_back(std::to_string(study.retried.size()) +
+                            " failed record(s) replaced by a later attempt's (--retry-failed)");
+  }
+  for (const auto& shard : study.published) {
+    if (shard.verification != records::ShardVerification::checksum) {
+      scan.messages.push_back(shard.note);
+    }
   }
   for (const auto& temp : study.temporary) {
     const std::string name = temp.file.filename().string();
     switch (temp.outcome) {
       case records::TempShardOutcome::salvaged:
+        if (temp.n_added > 0) scan.salvaged_from.push_back(name);
+        if (temp.n_added == 0 && temp.n_dropped == 0 && !temp.republished_in.empty()) break;
         scan.messages.push_back("salvage " + name + ": " + std::to_string(temp.n_flushed) +
                                 " flushed record(s), " + std::to_string(temp.n_added) + " new, " +
-                                std::to_string(temp.n_already_present) + " already recorded");
+                                std::to_string(temp.n_already_present) + " already recorded" +
+                                (temp.n_dropped > 0
+                                     ? ", " + std::to_string(temp.n_dropped) + " damaged (left out)"
+                                     : ""));
         break;
       case records::TempShardOutcome::unreadable:
-        scan.messages.push_back("salvage " + name + ": unreadable, its cells will be redone (" +
+        scan.messages.push_back("salvage " + name +
+                                ": unreadable; cells it held that no published shard has will "
+                                "be run again (" +
                                 temp.message + ")");
         break;
       case records::TempShardOutcome::skipped:
@@ -59,7 +81,11 @@ ResumeScan scan_for_resume(const std::filesystem::path& shards_dir,
 }
 
 std::filesystem::path publish_salvaged_records(std::span<const records::CellRecord> records,
+                                               std::span<const std::string> salvaged_from,
                                                records::ShardWriterOptions options) {
+  std::string from;
+  for (const auto& name : salvaged_from) from += name + "\n";
+  options.provenance.salvaged_from = from;
   records::ShardWriter writer(std::move(options));
   for (const auto& record : records) writer.append(record);
   return writer.close_and_publish();

@@ -4,7 +4,11 @@
 // consistency):
 //   * A cell is done when a *published* shard of this study (part-*.h5 carrying the locked
 //     manifest SHA-256) holds its record, whatever the record's status: failed cells (oom, error)
-//     and excluded cells are records too and are not retried.
+//     and excluded cells are records too and are not retried — unless the launch asks for it
+//     (`kvaudit run --retry-failed`: cells whose record is oom or error are run again; the new
+//     record of the later attempt replaces the failed one when the study is read, shard_reader.h).
+//   * Every published shard is checked against its SHA-256 sidecar before it is parsed; a damaged
+//     one stops the launch (InputError naming it) unless salvage_corrupt is set.
 //   * Temporary shards (part-*.h5.tmp) are left by ranks that died (SIGKILL, OOM killer, node
 //     loss). Their flushed records are salvaged with read_study(salvage = true), which adds a
 //     record only for a cell that no published shard holds; rank 0 then republishes exactly those
@@ -31,9 +35,16 @@
 
 namespace kvaudit::run {
 
+struct ResumeOptions {
+  bool retry_failed = false;     // oom/error records do not count as done
+  bool salvage_corrupt = false;  // StudyReadOptions::salvage_corrupt
+};
+
 struct ResumeScan {
   std::vector<std::uint64_t> done_cells;      // sorted, unique: published + salvaged
   std::vector<records::CellRecord> salvaged;  // from .tmp shards, for cells no published shard has
+  std::vector<std::string> salvaged_from;     // file names of the .tmp shards they come from
+  std::size_t failed_to_retry = 0;            // retry_failed: oom/error cells left pending
   int previous_attempts = 0;                  // the largest attempt seen (0: none)
   std::size_t published_shards = 0;
   std::size_t published_records = 0;  // unique cells in published shards
@@ -45,11 +56,13 @@ struct ResumeScan {
 // Scans <shards_dir> (absent: a first run, nothing done). Throws InputError for a malformed
 // published shard or a shard of another manifest (read_study).
 ResumeScan scan_for_resume(const std::filesystem::path& shards_dir,
-                           const std::string& manifest_sha256);
+                           const std::string& manifest_sha256, const ResumeOptions& options = {});
 
-// Writes `records` into a new shard (options as for any shard of this launch) and publishes it;
-// returns its path. The records keep their own attempt and rank fields (who computed them).
+// Writes `records` into a new shard (options as for any shard of this launch; `salvaged_from`
+// becomes its provenance attribute of that name) and publishes it; returns its path. The records
+// keep their own attempt and rank fields (who computed them).
 std::filesystem::path publish_salvaged_records(std::span<const records::CellRecord> records,
+                                               std::span<const std::string> salvaged_from,
                                                records::ShardWriterOptions options);
 
 // A unit with the cells of it not yet done.

@@ -1,8 +1,9 @@
-// SIGUSR1/SIGTERM → a stop flag (see stop_signal.h).
+// SIGUSR1/SIGTERM/SIGINT/SIGPIPE → a stop flag (see stop_signal.h).
 #include "suite/run/stop_signal.h"
 
 #include <signal.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -21,8 +22,8 @@ struct saved_action {
   struct sigaction action {};
   bool saved = false;
 };
-saved_action g_saved_usr1;
-saved_action g_saved_term;
+constexpr std::array kStopSignals{SIGUSR1, SIGTERM, SIGINT, SIGPIPE};
+std::array<saved_action, kStopSignals.size()> g_saved;
 
 extern "C" void on_stop_signal(int signal_number) {
   int expected = 0;
@@ -33,8 +34,7 @@ void install(int signal_number, saved_action& saved) {
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
-  sigaddset(&action.sa_mask, SIGUSR1);
-  sigaddset(&action.sa_mask, SIGTERM);
+  for (int blocked : kStopSignals) sigaddset(&action.sa_mask, blocked);
   action.sa_flags = SA_RESTART;
   if (sigaction(signal_number, &action, &saved.action) != 0) {
     throw InternalError(std::string("cannot install the handler for ") + strsignal(signal_number) +
@@ -52,13 +52,11 @@ void restore(int signal_number, saved_action& saved) {
 }  // namespace
 
 void install_stop_handlers() {
-  install(SIGUSR1, g_saved_usr1);
-  install(SIGTERM, g_saved_term);
+  for (std::size_t i = 0; i < kStopSignals.size(); ++i) install(kStopSignals[i], g_saved[i]);
 }
 
 void restore_stop_handlers() {
-  restore(SIGUSR1, g_saved_usr1);
-  restore(SIGTERM, g_saved_term);
+  for (std::size_t i = 0; i < kStopSignals.size(); ++i) restore(kStopSignals[i], g_saved[i]);
 }
 
 bool stop_requested() { return g_stop_signal.load() != 0; }

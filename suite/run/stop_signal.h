@@ -1,5 +1,7 @@
-// Graceful-stop requests: SIGUSR1 (Slurm's --signal=USR1@secs, forwarded by srun and mpirun) and
-// SIGTERM (preemption) set a flag that the rank loop polls between units.
+// Graceful-stop requests: SIGUSR1 (Slurm's --signal=USR1@secs, forwarded by srun and mpirun),
+// SIGTERM (preemption), SIGINT (Ctrl-C) and SIGPIPE (`kvaudit run … | head` after head exited) set
+// a flag that the rank loop polls between units. (With SIGPIPE handled, a write to the closed pipe
+// fails with EPIPE instead of killing the process; the run publishes and exits 3 like any stop.)
 //
 // The handler only stores the signal number in a lock-free std::atomic<int> (async-signal-safe:
 // no allocation, no locks, no I/O). A second signal of either kind keeps the first number. The
@@ -10,8 +12,8 @@
 
 namespace kvaudit::run {
 
-// Installs the handlers for SIGUSR1 and SIGTERM (sigaction, SA_RESTART, both blocked while the
-// handler runs). Throws InternalError if sigaction fails.
+// Installs the handlers for SIGUSR1, SIGTERM, SIGINT and SIGPIPE (sigaction, SA_RESTART, all four
+// blocked while the handler runs). Throws InternalError if sigaction fails.
 void install_stop_handlers();
 
 // Restores the dispositions saved by install_stop_handlers() (no-op if not installed).

@@ -29,6 +29,8 @@ sed -e 's/"max_position_embeddings": 512/"max_position_embeddings": 4096/' \
   -e 's/"vocab_size": 300/"vocab_size": 1500/' \
   "$src/tests/golden/tiny_models/llama/f32/config.json" >"$study/model-b/config.json"
 cp "$src/tests/golden/tokenizers/bpe_gpt2/tokenizer.json" "$study/model-b/"
+# Weights matching the config: plan checks the model's header and tensor table.
+python3 "$src/tests/cli/make_tiny_hf_weights.py" "$study/model-b"
 write_manifest() {  # write_manifest FILE LENGTH GENERATION_TOKENIZER
   cat >"$1" <<EOF
 [study]
@@ -123,8 +125,13 @@ check "unsatisfiable length exits 1" expect_rc 1 "$kv" plan "$work/bad/tooshort.
 check "unsatisfiable length message" contains "$work/err.txt" "even the smallest haystack"
 check "errors wrote nothing" test ! -e "$work/bad/results"
 
-# Without the key, plan generates nothing.
-sed '/^generation_tokenizer/d' "$study/pitfall.toml" >"$work/bad/plain.toml"
+# Without the key, plan generates nothing but instance 0 of each task, fitted with the model's own
+# tokenizer (plan_checks.h); vt's one-shot example cannot be made with this tiny byte-level BPE, so
+# plan refuses that task naming it, and the manifest without it plans.
+sed '/^generation_tokenizer/d' "$study/pitfall.toml" >"$work/bad/plain-vt.toml"
+check "plain plan with vt refused" expect_rc 1 "$kv" plan "$work/bad/plain-vt.toml" --dry-run
+check "plain plan names the task" contains "$work/err.txt" "benchmarks.ruler-small.tasks: task 'vt' cannot be generated with model 'gpt2-style'"
+sed -e '/^generation_tokenizer/d' -e 's/, "vt", "cwe"\]/, "cwe"]/' "$study/pitfall.toml" >"$work/bad/plain.toml"
 check "plain plan exits 0" expect_rc 0 "$kv" plan "$work/bad/plain.toml" --dry-run
 check "plain plan has no tokenizer check" lacks "$work/out.txt" "tokenizer check"
 

@@ -292,7 +292,8 @@ TEST(CpuModelTest, AFailedPrefillLeavesTheStateUnchanged) {
   SequenceState state = model.new_sequence();
   model.prefill(state, context, LogitRows::none);
   const std::vector<std::int32_t> bad = {1, spec.vocab_size};
-  EXPECT_THROW(model.prefill(state, bad, LogitRows::last), std::invalid_argument);
+  // An id outside the vocabulary is bad input (exit 1), not a bug (issue 16).
+  EXPECT_THROW(model.prefill(state, bad, LogitRows::last), model::ModelInputError);
   ThrowingObserver thrower;
   EXPECT_THROW(model.prefill(state, more, LogitRows::last, &thrower), std::runtime_error);
   EXPECT_EQ(state.original_length(), 10);

@@ -45,6 +45,7 @@ def check_shard(path, env, rank, world_size, attempt, first, count, tool_version
         rf.require(dataset.ndim == 1 and dataset.maxshape == (None,),
                    "%s: /records shape %r maxshape %r" % (path, dataset.shape, dataset.maxshape))
         rf.require(dataset.chunks is not None, "%s: /records is not chunked" % path)
+        rf.require(dataset.fletcher32, "%s: /records has no fletcher32 filter" % path)
         rf.check_types(path, dataset)
         n = rf.check_records(path, dataset, list(range(first, first + count)), rank, attempt)
         rf.require(n == count, "%s: %d records" % (path, n))
@@ -57,7 +58,7 @@ def check_shard(path, env, rank, world_size, attempt, first, count, tool_version
         hex40_or_unknown = re.compile(r"^([0-9a-f]{40}|unknown)$")
         anything = re.compile(r"^.*$", re.S)
         expected = {
-            "schema_version": ("int64", 2),
+            "schema_version": ("int64", 3),
             "manifest_sha256": rf.manifest_sha256(MANIFEST_TEXT),
             "manifest_path": "manifests/records-test ✓.toml",
             "n_cells_manifest": ("uint64", 1000000),
@@ -90,6 +91,8 @@ def check_shard(path, env, rank, world_size, attempt, first, count, tool_version
             "t_open_utc": rf.ISO_Z,
             "t_close_utc": rf.ISO_Z,
             "n_records": ("uint64", count),
+            "launch_id": "0a1b2c3d",
+            "salvaged_from": "",
         }
         rf.check_attributes(path, f, expected)
         unexpected = set(f.attrs.keys()) - set(expected)
@@ -110,7 +113,9 @@ def main():
     env = clean_environment({})
     path = run_tool(args.tool, env, "--dir", directory, "--rank", 0, "--records", 300,
                     "--flush-every", 64, "--pid", 4242, "--manifest-text", MANIFEST_TEXT)
-    rf.require(os.path.basename(path) == "part-local.0.t0.pid4242-r0.s0.h5", "name %s" % path)
+    rf.require(os.path.basename(path) == "part-local.0.t0.a1.pid4242.0a1b2c3d-r0.s0.h5",
+               "name %s" % path)
+    rf.verify_sidecar(path)
     rf.require(not os.path.exists(path + ".tmp"), "%s.tmp left behind" % path)
     check_shard(path, env, rank=0, world_size=1, attempt=1, first=0, count=300,
                 tool_version=args.tool_version)
@@ -122,12 +127,16 @@ def main():
     path = run_tool(args.tool, env, "--dir", directory, "--rank", 3, "--world-size", 4,
                     "--records", 37, "--flush-every", 5, "--seq", 1, "--cell-offset", 300,
                     "--attempt", 2, "--pid", 4242, "--manifest-text", MANIFEST_TEXT)
-    rf.require(os.path.basename(path) == "part-987654.3.t2.pid4242-r3.s1.h5", "name %s" % path)
+    rf.require(os.path.basename(path) == "part-987654.3.t2.a2.pid4242.0a1b2c3d-r3.s1.h5",
+               "name %s" % path)
+    rf.verify_sidecar(path)
     check_shard(path, env, rank=3, world_size=4, attempt=2, first=300, count=37,
                 tool_version=args.tool_version)
 
-    rf.require(sorted(os.listdir(directory)) == ["part-987654.3.t2.pid4242-r3.s1.h5",
-                                                 "part-local.0.t0.pid4242-r0.s0.h5"],
+    rf.require(sorted(os.listdir(directory)) == ["part-987654.3.t2.a2.pid4242.0a1b2c3d-r3.s1.h5",
+                                                 "part-987654.3.t2.a2.pid4242.0a1b2c3d-r3.s1.h5.sha256",
+                                                 "part-local.0.t0.a1.pid4242.0a1b2c3d-r0.s0.h5",
+                                                 "part-local.0.t0.a1.pid4242.0a1b2c3d-r0.s0.h5.sha256"],
                "directory holds %r" % sorted(os.listdir(directory)))
     for name in os.listdir(directory):
         os.unlink(os.path.join(directory, name))

@@ -8,7 +8,9 @@ provenance attributes. Used by check_shards_h5py.py and sigkill_resume_test.py (
 
 import hashlib
 import math
+import os
 import re
+import struct
 
 import h5py
 import numpy as np
@@ -37,9 +39,40 @@ FIELDS = [
     ("n_generated_tokens", "u32"), ("kept_tokens", "u64"), ("kept_bytes", "u64"),
     ("full_bytes", "u64"), ("realised_retention", "f64"), ("score", "f64"),
     ("t_start_ns", "i64"), ("t_end_ns", "i64"), ("prefill_ms", "f64"), ("decode_ms", "f64"),
-    ("error", "str"), ("output", "str"),
+    ("error", "str"), ("output", "str"), ("record_digest", "u64"),
 ]
 SIZES = {"u32": 4, "u64": 8, "i32": 4, "i64": 8, "f64": 8, "enum": 1}
+STRUCT_FORMAT = {"u32": "<I", "u64": "<Q", "i32": "<i", "i64": "<q", "f64": "<d", "enum": "<b"}
+
+
+def record_digest(record):
+    """docs/RECORDS.md §Integrity, recomputed from outside kvaudit: SHA-256 over every member but
+    record_digest, in file order (integers little-endian at their width, doubles as IEEE-754 bits,
+    enums as their stored int8, strings as u64 byte length + UTF-8 bytes); the first 8 bytes
+    big-endian."""
+    message = bytearray()
+    for name, kind in FIELDS:
+        if name == "record_digest":
+            continue
+        value = record[name]
+        if kind == "str":
+            data = value.encode("utf-8") if isinstance(value, str) else bytes(value)
+            message += struct.pack("<Q", len(data)) + data
+        elif kind == "f64":
+            message += struct.pack("<d", float(value))
+        else:
+            message += struct.pack(STRUCT_FORMAT[kind], int(value))
+    return int.from_bytes(hashlib.sha256(bytes(message)).digest()[:8], "big")
+
+
+def verify_sidecar(path):
+    """The published shard's SHA-256 sidecar (<shard>.sha256, sha256sum format) matches."""
+    with open(path + ".sha256", "r", encoding="ascii") as f:
+        line = f.read()
+    with open(path, "rb") as f:
+        actual = hashlib.sha256(f.read()).hexdigest()
+    require(line == "%s  %s\n" % (actual, os.path.basename(path)),
+            "%s: sidecar %r does not match the file's SHA-256 %s" % (path, line, actual))
 
 
 def long_output():
@@ -169,7 +202,8 @@ def check_records(path, dataset, expected_indices, rank, attempt):
             "%s: %d rows, expected %d" % (path, len(rows), len(expected_indices)))
     columns = {name: rows[name] for name, _ in FIELDS}
     for row, g in enumerate(expected_indices):
-        want = formula_record(g, rank, attempt)
+        want = dict(formula_record(g, rank, attempt))
+        want["record_digest"] = record_digest(want)
         for name, kind in FIELDS:
             got = columns[name][row]
             if kind == "str":

@@ -23,11 +23,14 @@
 namespace kvaudit::records {
 namespace {
 
+using testing::contains;
 using testing::expect_same_record;
 using testing::file_bytes;
 using testing::formula_record;
+using testing::input_error_of;
 using testing::leave_crashed_temp_shard;
 using testing::publish_formula_shard;
+using testing::reseal;
 using testing::TempDir;
 using testing::write_bytes;
 
@@ -41,22 +44,6 @@ std::set<std::uint64_t> formula_ids(std::uint64_t first, std::uint64_t last) {
   std::set<std::uint64_t> ids;
   for (std::uint64_t g = first; g < last; ++g) ids.insert(formula_record(g, 0, 1).cell_id);
   return ids;
-}
-
-// Runs `body` and returns the InputError's message; fails the test if nothing is thrown.
-template <typename Body>
-std::string input_error_of(Body body) {
-  try {
-    body();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no InputError was thrown";
-  return {};
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 TEST(ListShards, SortsPublishedAndTemporaryShardsByNameAndSetsOthersAside) {
@@ -229,14 +216,16 @@ TEST(MalformedShard, MissingRecordsDatasetIsAnInputErrorNamingTheFile) {
     ASSERT_TRUE(f.valid());
     ASSERT_GE(H5Ldelete(f.get(), "records", H5P_DEFAULT), 0);
   }
+  reseal(a);
   const std::string message = input_error_of([&] { read_shard(a); });
   EXPECT_EQ(message, a.string() + ": dataset /records is missing");
   EXPECT_EQ(input_error_of([&] { read_study(dir.path()); }), message);
 }
 
-// Rewrites a published (schema 2) shard as schema 1 wrote it: the same rows, the attention
-// backend's member called `backend`, and schema_version 1.
+// Rewrites a published shard as schema 1 wrote it: the same rows, the attention backend's member
+// called `backend`, no record digests, no checksum sidecar, and schema_version 1.
 void rewrite_as_schema_1(const std::filesystem::path& file) {
+  std::filesystem::remove(checksum_path(file));
   const h5::File f = open_for_edit(file);
   ASSERT_TRUE(f.valid());
   const h5::Dataset old_records(H5Dopen2(f.get(), "records", H5P_DEFAULT));
@@ -268,9 +257,17 @@ TEST(SchemaVersions, ShardsOfSchema1AreReadWithTheirOldMemberName) {
   for (std::uint64_t g = 0; g < 12; ++g) {
     expect_same_record(contents.records[g], formula_record(g, 0, 1));
   }
-  // A study may mix both versions.
+  // A study may mix versions; the old shard has no checksum and is read (in a child process
+  // first) as a legacy shard, with a warning.
   publish_formula_shard(dir.path(), 1, 0, 12, 20);
-  EXPECT_EQ(read_study(dir.path()).records.size(), 20u);
+  const StudyRecords study = read_study(dir.path());
+  EXPECT_EQ(study.records.size(), 20u);
+  ASSERT_EQ(study.published.size(), 2u);
+  EXPECT_EQ(study.published[0].verification, ShardVerification::legacy);
+  EXPECT_EQ(study.published[1].verification, ShardVerification::checksum);
+  EXPECT_TRUE(std::any_of(study.warnings.begin(), study.warnings.end(), [](const std::string& w) {
+    return contains(w, "written before shards had checksums");
+  }));
   // The member of schema 2 is refused in a shard that claims schema 1, and the reverse.
   {
     const h5::File f = open_for_edit(old_shard);
@@ -351,10 +348,10 @@ TEST(MalformedShard, UnsupportedSchemaVersionIsAnInputError) {
   const auto a = publish_formula_shard(dir.path(), 0, 0, 0, 4);
   {
     const h5::File f = open_for_edit(a);
-    h5::write_int64_attribute(f.get(), "schema_version", 3, a.string());
+    h5::write_int64_attribute(f.get(), "schema_version", 4, a.string());
   }
   EXPECT_EQ(input_error_of([&] { read_shard(a); }),
-            a.string() + ": schema_version 3 is not supported (this build reads versions 1 to 2)");
+            a.string() + ": schema_version 4 is not supported (this build reads versions 1 to 3)");
 }
 
 TEST(MalformedShard, MissingOrMistypedProvenanceAttributeIsAnInputError) {
@@ -394,7 +391,10 @@ TEST(MalformedShard, NonHdf5FileNamedLikeAShardIsAnInputError) {
   const auto bogus = dir / "part-bogus.h5";
   write_bytes(bogus, "this is not HDF5\n");
   EXPECT_EQ(input_error_of([&] { read_shard(bogus); }), bogus.string() + ": not an HDF5 file");
-  EXPECT_EQ(input_error_of([&] { read_study(dir.path()); }), bogus.string() + ": not an HDF5 file");
+  // No sidecar: read in a child process first, which reports the same error.
+  EXPECT_EQ(input_error_of([&] { read_study(dir.path()); }),
+            bogus.string() + ": no checksum file part-bogus.h5.sha256, and " + bogus.string() +
+                ": not an HDF5 file");
   EXPECT_EQ(input_error_of([&] { read_shard(dir / "part-absent.h5"); }),
             (dir / "part-absent.h5").string() + ": no such file");
 }

@@ -66,24 +66,37 @@ ShardContents read_disk_snapshot(const ShardWriter& writer, const TempDir& dir,
   return read_shard(copy, ShardReadMode::salvage);
 }
 
-TEST(ShardName, CarriesSlurmJobStepRestartPidRankAndSeq) {
+TEST(ShardName, CarriesSlurmJobStepRestartAttemptPidLaunchIdRankAndSeq) {
   ScopedEnvironment env{
       {"SLURM_JOB_ID", "987654"}, {"SLURM_STEP_ID", "3"}, {"SLURM_RESTART_COUNT", "2"}};
-  EXPECT_EQ(shard_file_name(shard_name_parts_from_environment(4242, 7, 5)),
-            "part-987654.3.t2.pid4242-r7.s5.h5");
+  EXPECT_EQ(shard_file_name(shard_name_parts_from_environment(4, 4242, "9f3c01ab", 7, 5)),
+            "part-987654.3.t2.a4.pid4242.9f3c01ab-r7.s5.h5");
+}
+
+// Containers and PID namespaces repeat pids: a relaunch must still get a new name.
+TEST(ShardName, SamePidDifferentAttemptOrLaunchIdGivesADifferentName) {
+  const auto name = [](int attempt, const std::string& launch) {
+    return shard_file_name(shard_name_parts_from_environment(attempt, 1, launch, 0, 0));
+  };
+  EXPECT_NE(name(1, "00000001"), name(2, "00000001"));
+  EXPECT_NE(name(2, "00000001"), name(2, "00000002"));
+  const std::string a = make_launch_id(), b = make_launch_id();
+  EXPECT_EQ(a.size(), 8U);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_NE(a, b) << "two draws of 32 random bits agreed (p = 2^-32)";
 }
 
 TEST(ShardName, OutsideSlurmUsesLocalZeroZeroAndSanitisesOddCharacters) {
   {
     ScopedEnvironment env{
         {"SLURM_JOB_ID", nullptr}, {"SLURM_STEP_ID", nullptr}, {"SLURM_RESTART_COUNT", nullptr}};
-    EXPECT_EQ(shard_file_name(shard_name_parts_from_environment(11, 0, 0)),
-              "part-local.0.t0.pid11-r0.s0.h5");
+    EXPECT_EQ(shard_file_name(shard_name_parts_from_environment(1, 11, "ab/c.d", 0, 0)),
+              "part-local.0.t0.a1.pid11.abcd-r0.s0.h5");
   }
   ScopedEnvironment env{
       {"SLURM_JOB_ID", "12/3.4"}, {"SLURM_STEP_ID", "batch"}, {"SLURM_RESTART_COUNT", nullptr}};
-  EXPECT_EQ(shard_file_name(shard_name_parts_from_environment(11, 1, 2)),
-            "part-12_3_4.batch.t0.pid11-r1.s2.h5");
+  EXPECT_EQ(shard_file_name(shard_name_parts_from_environment(1, 11, "x", 1, 2)),
+            "part-12_3_4.batch.t0.a1.pid11.x-r1.s2.h5");
   EXPECT_TRUE(is_published_shard_name("part-12_3_4.batch.t0.pid11-r1.s2.h5"));
   EXPECT_TRUE(is_temp_shard_name("part-12_3_4.batch.t0.pid11-r1.s2.h5.tmp"));
   EXPECT_FALSE(is_published_shard_name("summary.h5"));
@@ -147,8 +160,8 @@ TEST(ShardWriter, FlushedRecordsAreOnDiskBeforeCloseAndTheTailIsNot) {
 TEST(ShardWriter, ExistingTempNameFailsTheWriterWithoutTouchingTheFile) {
   TempDir dir;
   const auto options = test_writer_options(dir.path(), 0, 0, 4);
-  const std::string name =
-      shard_file_name(shard_name_parts_from_environment(options.launch_pid, 0, 0));
+  const std::string name = shard_file_name(
+      shard_name_parts_from_environment(1, options.launch_pid, options.launch_id, 0, 0));
   const auto temp = dir / (name + ".tmp");
   write_bytes(temp, "precious records of another writer");
   try {
@@ -164,8 +177,8 @@ TEST(ShardWriter, ExistingTempNameFailsTheWriterWithoutTouchingTheFile) {
 TEST(ShardWriter, ExistingFinalNameFailsTheWriterAtOpen) {
   TempDir dir;
   const auto options = test_writer_options(dir.path(), 0, 0, 4);
-  const auto final_path =
-      dir / shard_file_name(shard_name_parts_from_environment(options.launch_pid, 0, 0));
+  const auto final_path = dir / shard_file_name(shard_name_parts_from_environment(
+                                    1, options.launch_pid, options.launch_id, 0, 0));
   write_bytes(final_path, "published earlier");
   EXPECT_THROW(ShardWriter writer(options), InputError);
   EXPECT_EQ(file_bytes(final_path), "published earlier");
@@ -252,6 +265,8 @@ TEST(Provenance, EveryFieldRoundTripsThroughRootAttributes) {
   ShardProvenance want = p;
   want.t_open_utc = shard.provenance.t_open_utc;
   want.t_close_utc = shard.provenance.t_close_utc;
+  want.launch_id = options.launch_id;
+  EXPECT_EQ(shard.provenance.launch_id, "0a1b2c3d");
   EXPECT_EQ(provenance_items(shard.provenance), provenance_items(want));
   ASSERT_TRUE(shard.manifest_canonical.has_value());
   EXPECT_EQ(*shard.manifest_canonical, "{\"cells\":[1,2,3]}\n");
@@ -287,7 +302,7 @@ TEST(Provenance, FillProcessProvenanceTakesBuildHdf5HostAndSlurmEnvironment) {
             std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release));
   EXPECT_FALSE(p.hostname.empty());
   EXPECT_EQ(p.rng, "philox4x32-10");
-  EXPECT_EQ(p.schema_version, 2);
+  EXPECT_EQ(p.schema_version, 3);
 }
 
 }  // namespace

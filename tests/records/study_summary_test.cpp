@@ -14,13 +14,10 @@
 namespace kvaudit::records {
 namespace {
 
+using testing::contains;
 using testing::leave_crashed_temp_shard;
 using testing::publish_formula_shard;
 using testing::TempDir;
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(DescribeShard, PrintsStateCountsByStatusAndProvenance) {
   TempDir dir;

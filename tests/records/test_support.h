@@ -15,8 +15,10 @@
 #include <system_error>
 #include <vector>
 
+#include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/records/cell_record.h"
+#include "suite/records/shard_checksum.h"
 #include "suite/records/shard_name.h"
 #include "suite/records/shard_writer.h"
 #include "tests/records/record_formula.h"
@@ -66,9 +68,26 @@ inline ShardWriterOptions test_writer_options(const std::filesystem::path& dir, 
   options.provenance.study_name = "unit";
   options.provenance.rank = rank;
   options.launch_pid = 4242;
+  options.launch_id = "0a1b2c3d";
   options.seq = seq;
   options.flush_every = flush_every;
   return options;
+}
+
+// Runs `body` and returns the InputError's message; fails the test if nothing is thrown.
+template <typename Body>
+std::string input_error_of(Body body) {
+  try {
+    body();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no InputError was thrown";
+  return {};
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 inline bool same_double(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
@@ -127,6 +146,13 @@ inline void write_bytes(const std::filesystem::path& path, const std::string& by
   out << bytes;
 }
 
+// After a test edits a published shard in place: a new sidecar for its current bytes, as if the
+// writer had produced it (so the reader gets past the checksum to the defect under test).
+inline void reseal(const std::filesystem::path& shard) {
+  std::filesystem::remove(checksum_path(shard));
+  write_shard_checksum(shard, shard);
+}
+
 // Publishes a shard of formula records for global indices [first, last).
 inline std::filesystem::path publish_formula_shard(const std::filesystem::path& dir, int rank,
                                                    std::uint32_t seq, std::uint64_t first,
@@ -160,7 +186,8 @@ inline std::filesystem::path leave_crashed_temp_shard(const std::filesystem::pat
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     throw std::runtime_error("the crashing writer child failed");
   }
-  return dir / (shard_file_name(shard_name_parts_from_environment(4242, rank, seq)) + ".tmp");
+  return dir / (shard_file_name(shard_name_parts_from_environment(1, 4242, "0a1b2c3d", rank, seq)) +
+                ".tmp");
 }
 
 }  // namespace kvaudit::records::testing

@@ -2,7 +2,7 @@
 //
 //   write_shards_tool --dir D [--rank R] [--world-size W] [--records N] [--flush-every K]
 //                     [--seq S] [--cell-offset O] [--attempt A] [--pid P] [--hang-after M]
-//                     [--manifest-text T]
+//                     [--manifest-text T] [--launch-id L]
 //
 // Record i (0 <= i < N) is formula_record(O + i, R, A). Without --hang-after it publishes the
 // shard and prints its path. With --hang-after M it appends M records (flushing every K as usual),
@@ -36,6 +36,7 @@ struct Options {
   std::int64_t pid = ::getpid();
   std::int64_t hang_after = -1;
   std::string manifest_text = "{\"study\":\"records-test\"}\n";
+  std::string launch_id = "0a1b2c3d";
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -71,6 +72,8 @@ Options parse(int argc, char** argv) {
       o.hang_after = std::stoll(value);
     } else if (flag == "--manifest-text") {
       o.manifest_text = value;
+    } else if (flag == "--launch-id") {
+      o.launch_id = value;
     } else {
       usage("unknown option " + flag);
     }
@@ -108,6 +111,7 @@ int main(int argc, char** argv) {
     writer_options.directory = o.dir;
     writer_options.provenance = fill_test_provenance(o);
     writer_options.launch_pid = o.pid;
+    writer_options.launch_id = o.launch_id;
     writer_options.seq = o.seq;
     writer_options.flush_every = o.flush_every;
     writer_options.manifest_canonical = o.manifest_text;

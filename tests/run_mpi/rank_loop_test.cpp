@@ -5,13 +5,19 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <new>
 #include <stdexcept>
 
+#include "base/errors.h"
+#include "suite/records/shard_name.h"
 #include "suite/records/shard_reader.h"
 #include "suite/run/stop_signal.h"
+#include "suite/run/study_lock.h"
 #include "tests/run_mpi/test_study.h"
 
 namespace kvaudit::run {
@@ -120,6 +126,37 @@ TEST(RankLoop, FailingUnitsBecomeRecordsAndTheRankGoesOn) {
   EXPECT_EQ(ooms, plan.pending[order[1].index].cells.size());
   EXPECT_EQ(result.cells_by_status[2], errors);
   EXPECT_EQ(result.cells_by_status[1], ooms);
+  // The summary's failure causes: one line per distinct cause, with its count.
+  EXPECT_EQ(result.failures.n_failed(), errors + ooms);
+  const std::string causes = result.failures.describe();
+  EXPECT_NE(
+      causes.find("error ×" + std::to_string(errors) + ": unit failed: bad instance: no needle"),
+      std::string::npos)
+      << causes;
+  EXPECT_NE(causes.find("oom ×" + std::to_string(ooms) + ": out of memory while running the unit"),
+            std::string::npos)
+      << causes;
+  // Rank 0 merges every rank's tally from its text form.
+  FailureTally merged;
+  merged.merge_text(result.failures.to_text());
+  merged.merge_text(result.failures.to_text());
+  EXPECT_EQ(merged.n_failed(), 2 * (errors + ooms));
+}
+
+TEST(FailureTally, KeepsAtMostItsLimitOfCausesAndCountsTheRest) {
+  FailureTally tally;
+  records::CellRecord r;
+  r.status = records::CellStatus::error;
+  for (int i = 0; i < 70; ++i) {
+    r.error = "cause " + std::to_string(i) + "\twith a tab";
+    tally.add(r);
+  }
+  r.status = records::CellStatus::ok;
+  tally.add(r);  // not a failure
+  EXPECT_EQ(tally.n_failed(), 70u);
+  const std::string text = tally.describe(3);
+  EXPECT_NE(text.find("… 67 more failed cell(s)"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\t'), std::string::npos) << "tabs are flattened";
 }
 
 TEST(RankLoop, StopSignalEndsTheLoopAfterTheCurrentUnitAndPublishes) {
@@ -148,6 +185,81 @@ TEST(RankLoop, StopSignalEndsTheLoopAfterTheCurrentUnitAndPublishes) {
   EXPECT_EQ(shard.records.size(),
             plan.pending[order[0].index].cells.size() + plan.pending[order[1].index].cells.size());
   EXPECT_TRUE(records::list_shards(out).temporary.empty());
+}
+
+// A shard that cannot be published (its final name taken while it was written): the loop returns
+// the error with the counts of what it wrote, and says those records sit in the .tmp — the run
+// summary used to print "0 cell(s) recorded now" here.
+TEST(RankLoop, AShardThatCannotBePublishedIsReportedWithItsCounts) {
+  const auto s = load_test_study(fresh_test_dir("study"), 1);
+  const auto out = fresh_test_dir("run");
+  const auto plan = plan_all(s, 1);
+  const auto& order = plan.assignment.per_rank[0];
+  auto options = loop_options(out, s, 0, 1);
+  options.writer.launch_id = "cafe0001";
+  const auto final_path = out / records::shard_file_name(records::shard_name_parts_from_environment(
+                                    1, options.writer.launch_pid, options.writer.launch_id, 0, 0));
+  std::size_t calls = 0;
+  auto execute = [&](const manifest::Unit& u, std::span<const manifest::Cell* const> cells) {
+    if (++calls == 1) std::ofstream(final_path) << "taken";
+    return fake_executor(s.manifest)(u, cells);
+  };
+  const auto result =
+      run_rank_loop(s.manifest, s.expansion, plan.pending, order, execute, std::move(options));
+  ASSERT_TRUE(result.error) << "publishing over an existing name must fail";
+  EXPECT_TRUE(result.published.empty());
+  EXPECT_EQ(result.units_done, order.size());
+  EXPECT_GT(result.cells_written, 0u);
+  EXPECT_EQ(result.cells_unpublished, result.cells_written);
+  EXPECT_EQ(records::list_shards(out).temporary.size(), 1u) << "the records wait in the .tmp";
+}
+
+// Ctrl-C and a closed output pipe stop the run like SIGTERM: after the current unit, published.
+TEST(RankLoop, SigintAndSigpipeAreCleanStopsToo) {
+  for (const int sig : {SIGINT, SIGPIPE}) {
+    const auto s = load_test_study(fresh_test_dir("study"), 1);
+    const auto out = fresh_test_dir("run");
+    const auto plan = plan_all(s, 1);
+    const auto& order = plan.assignment.per_rank[0];
+    clear_stop_request();
+    install_stop_handlers();
+    std::size_t calls = 0;
+    auto execute = [&](const manifest::Unit& u, std::span<const manifest::Cell* const> cells) {
+      if (++calls == 1) ::raise(sig);  // without the handler this ends the test process
+      return fake_executor(s.manifest)(u, cells);
+    };
+    const auto result = run_rank_loop(s.manifest, s.expansion, plan.pending, order, execute,
+                                      loop_options(out, s, 0, 1));
+    restore_stop_handlers();
+    clear_stop_request();
+    EXPECT_TRUE(result.stopped) << strsignal(sig);
+    EXPECT_EQ(result.stop_signal, sig);
+    EXPECT_EQ(result.units_done, 1u);
+    EXPECT_FALSE(result.published.empty());
+  }
+}
+
+TEST(StudyLock, ASecondHolderIsRefusedNamingTheFirstAndTheLockIsFreedOnExit) {
+  const auto dir = fresh_test_dir("lock");
+  {
+    StudyDirectoryLock first(dir);
+    // flock() locks belong to open file descriptions: a second open in this process conflicts
+    // exactly as another process would.
+    try {
+      StudyDirectoryLock second(dir);
+      ADD_FAILURE() << "the study was locked twice";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find((dir / "run.lock").string() +
+                          ": another `kvaudit run` is using this "
+                          "study (pid " +
+                          std::to_string(::getpid()) + " on "),
+                std::string::npos)
+          << what;
+    }
+  }
+  StudyDirectoryLock again(dir);  // released with the first holder
+  EXPECT_TRUE(std::filesystem::exists(dir / "run.lock"));
 }
 
 TEST(RankLoop, UnionOverOneTwoThreeRanksEqualsTheSingleRankRun) {

@@ -111,7 +111,8 @@ TEST(Resume, DeadRankTmpShardIsSalvagedOnceAndRepublished) {
   ASSERT_FALSE(scan.messages.empty());
 
   // Rank 0 of attempt 3 republishes the salvaged records.
-  const auto published = publish_salvaged_records(scan.salvaged, writer_options(s, 0, 3, 888));
+  const auto published =
+      publish_salvaged_records(scan.salvaged, scan.salvaged_from, writer_options(s, 0, 3, 888));
   EXPECT_TRUE(std::filesystem::exists(published));
   const auto rescan = scan_for_resume(shards_dir, s.study.manifest_sha256);
   EXPECT_TRUE(rescan.salvaged.empty()) << "the .tmp adds nothing any more";
@@ -129,6 +130,61 @@ TEST(Resume, DeadRankTmpShardIsSalvagedOnceAndRepublished) {
   std::size_t pending_cells = 0;
   for (const auto& p : pending) pending_cells += p.cells.size();
   EXPECT_EQ(pending_cells, lost.records.size() - 6);
+}
+
+// --retry-failed: oom/error records stay pending; their retries (a later attempt) replace them.
+TEST(Resume, RetryFailedLeavesFailedCellsPendingAndTheRetryReplacesThem) {
+  const auto s = load_test_study(fresh_test_dir(), 2);
+  const auto shards_dir = s.study.results_dir / "shards";
+  const auto before = scan_for_resume(shards_dir, s.study.manifest_sha256);
+  // One shard of attempt 2 marks three done cells as failed... as a failed first attempt would
+  // have: rewrite them as error records of attempt 1 in a study of their own.
+  const auto fresh = fresh_test_dir("retry");
+  const auto copy = fresh / "shards";
+  std::filesystem::create_directories(copy);
+  const auto all = records::read_study(shards_dir).records;
+  ASSERT_GE(all.size(), 4u);
+  {
+    auto o = writer_options(s, 0, 1, 11);
+    o.directory = copy;
+    records::ShardWriter w(o);
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      auto r = all[i];
+      r.attempt = 1;
+      if (i < 3) {
+        r.status = records::CellStatus::error;
+        r.error = "unit failed: planted";
+      }
+      w.append(r);
+    }
+    w.close_and_publish();
+  }
+  const auto plain = scan_for_resume(copy, s.study.manifest_sha256);
+  EXPECT_EQ(plain.done_cells.size(), all.size()) << "failed cells count as done by default";
+  ResumeOptions retry;
+  retry.retry_failed = true;
+  const auto scan = scan_for_resume(copy, s.study.manifest_sha256, retry);
+  EXPECT_EQ(scan.failed_to_retry, 3u);
+  EXPECT_EQ(scan.done_cells.size(), all.size() - 3);
+  // The retry (attempt 2) records them as ok; the study then holds each cell once, the retry's.
+  {
+    auto o = writer_options(s, 0, 2, 12);
+    o.directory = copy;
+    records::ShardWriter w(o);
+    for (std::size_t i = 0; i < 3; ++i) {
+      auto r = all[i];
+      r.attempt = 2;
+      w.append(r);
+    }
+    w.close_and_publish();
+  }
+  const auto after = scan_for_resume(copy, s.study.manifest_sha256, retry);
+  EXPECT_EQ(after.failed_to_retry, 0u);
+  EXPECT_EQ(after.done_cells.size(), all.size());
+  const auto study = records::read_study(copy);
+  EXPECT_EQ(study.records.size(), all.size());
+  EXPECT_EQ(study.retried.size(), 3u);
+  (void)before;
 }
 
 TEST(Resume, ShardOfAnotherManifestIsRefused) {

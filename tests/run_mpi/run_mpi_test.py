@@ -18,6 +18,17 @@ protocols, sdpa: 6 units, 36 cells) is planned into five study directories, then
    rank 0's first unit: every rank stops within one unit (at most one more progress line after the
    signal), mpirun exits 3 ("incomplete"), no .tmp shard is left, the published shards read back
    with h5py, and a rerun completes (exit 0) with 0 missing and 0 duplicated cells.
+4. SIGTERM and SIGINT (Ctrl-C), sent to both ranks after rank 0's first unit: the same clean stop
+   (exit 3, shards published, no .tmp). While the SIGTERM leg's first launch runs, a second
+   `kvaudit run` on the same study directory exits 1 at once naming the holder of run.lock.
+5. SIGPIPE: a one-process run whose stderr pipe is closed after its first progress line stops
+   cleanly (exit 3, shard published) instead of dying.
+6. PID reuse: each launch (`mpirun -np 1`) runs under `unshare -pf --mount-proc` (a new PID
+   namespace, as in containers), so rank 0 has the same pid every time; the first two launches are
+   stopped with SIGUSR1 after a unit, the third completes — 0 lost, 0 duplicated, and the shard names show the
+   repeated pid (they differ by attempt and launch id). Skipped with a printed reason where the
+   kernel refuses the namespace.
+Every resumed study (2-6) reduces to tables byte-identical to the uninterrupted 1-rank study's.
 
 Usage: run_mpi_test.py --kvaudit BIN --mpiexec MPIEXEC --model GGUF --workdir DIR
 Exit 0 = pass, 77 = skipped (the reason is printed), 1 = failure.
@@ -90,13 +101,16 @@ bootstrap_resamples = 2000
 class Launch:
     """An mpirun of `kvaudit run` in the background; stderr lines are collected as they come."""
 
-    def __init__(self, args, ranks, study_dir, log):
+    def __init__(self, args, ranks, study_dir, log, prefix=(), tag="launch"):
         self.lines = []
         self.marks = []  # (time, line)
-        cmd = [args.mpiexec, "-np", str(ranks), "--oversubscribe", "-x", "OPENBLAS_NUM_THREADS",
-               args.kvaudit, "run", args.manifest, "--output-dir", study_dir]
+        self.tag = tag
+        cmd = [*prefix, args.mpiexec, "-np", str(ranks), "--oversubscribe", "-x",
+               "OPENBLAS_NUM_THREADS", "-x", "KVAUDIT_TEST_LAUNCH", args.kvaudit, "run",
+               args.manifest, "--output-dir", study_dir]
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+                   KVAUDIT_TEST_LAUNCH=tag)
         for k in list(env):
             if k.startswith("SLURM_"):
                 del env[k]
@@ -160,6 +174,35 @@ class Launch:
             if ppid == self.proc.pid:
                 return int(os.path.basename(d))
         return None
+
+
+def launch_pids(tag):
+    """Host pids of the `kvaudit run` processes whose environment carries KVAUDIT_TEST_LAUNCH=tag
+    (works across PID namespaces, where the parent-child relation is not visible)."""
+    pids = []
+    for d in glob.glob("/proc/[0-9]*"):
+        try:
+            with open(d + "/environ", "rb") as f:
+                env = f.read().split(b"\0")
+            with open(d + "/cmdline", "rb") as f:
+                cmdline = f.read().split(b"\0")
+        except OSError:
+            continue
+        # The ranks themselves: argv[0] is kvaudit (mpirun's argv names kvaudit further on).
+        if f"KVAUDIT_TEST_LAUNCH={tag}".encode() in env and cmdline[0].endswith(b"kvaudit") \
+                and b"run" in cmdline:
+            pids.append(int(os.path.basename(d)))
+    return pids
+
+
+def signal_ranks(launch, sig):
+    pids = launch_pids(launch.tag)
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+    return pids
 
 
 def run_cmd(cmd, **kw):
@@ -246,7 +289,8 @@ def main():
     args.manifest = os.path.join(work, "manifest.toml")
     with open(args.manifest, "w") as f:
         f.write(manifest_text(os.path.abspath(args.model)))
-    dirs = {name: os.path.join(work, name) for name in ("np1", "np2", "np3", "kill", "usr1")}
+    dirs = {name: os.path.join(work, name)
+            for name in ("np1", "np2", "np3", "kill", "usr1", "term", "int", "pipe", "pidns")}
     for d in dirs.values():
         if not plan(args, d):
             check(False, f"kvaudit plan into {d}")
@@ -279,7 +323,9 @@ def main():
             print(f"np1 vs np{n}: {identical} tables byte-identical; report.md: {volatile} "
                   "volatile line(s) excluded")
     recs = {n: records_by_cell(dirs[f"np{n}"]) for n in (1, 2, 3)}
-    skip_fields = {"rank", "attempt", "t_start_ns", "t_end_ns", "prefill_ms", "decode_ms"}
+    # Who and when computed a record (and its digest, which covers them) differ between launches.
+    skip_fields = {"rank", "attempt", "t_start_ns", "t_end_ns", "prefill_ms", "decode_ms",
+                   "record_digest"}
     for n in (2, 3):
         same = set(recs[1]) == set(recs[n])
         diffs = []
@@ -352,6 +398,93 @@ def main():
           len(ids) == len(set(ids)) == (n_cells or len(ids)),
           f"usr1: reduce exit {p.returncode}: {m.group(0) if m else p.stdout}; "
           f"{len(ids)} records, no duplicates")
+
+    # Every resumed study reduces to the uninterrupted study's tables.
+    def same_tables_as_np1(name):
+        _, _, report = reduce(args, dirs[name])
+        if report and reports.get(1):
+            identical, _ = compare_reports(reports[1], report, f"np1 vs resumed '{name}'")
+            print(f"np1 vs resumed '{name}': {identical} tables byte-identical")
+
+    same_tables_as_np1("kill")
+    same_tables_as_np1("usr1")
+
+    # 4. SIGTERM / SIGINT to both ranks after rank 0's first unit; the run lock meanwhile.
+    for name, sig in (("term", signal.SIGTERM), ("int", signal.SIGINT)):
+        launch = Launch(args, 2, dirs[name], os.path.join(work, f"{name}.log"), tag=name)
+        got = launch.wait_for(r"\[rank 0/2\] units 1/", 600)
+        if name == "term" and got:
+            second = run_cmd([args.kvaudit, "run", args.manifest, "--output-dir", dirs[name]],
+                             env=dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                                      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"), timeout=120)
+            check(second.returncode == 1 and "another `kvaudit run` is using this study (pid "
+                  in second.stderr, f"lock: a second run on the study exits {second.returncode} "
+                  f"naming the holder: {second.stderr.strip().splitlines()[-1:]}")
+        pids = signal_ranks(launch, sig) if got else []
+        rc = launch.finish(300)
+        check(got and len(pids) == 2 and rc == 3,
+              f"{name}: {signal.Signals(sig).name} to ranks {pids}: mpirun exit {rc} (expected 3)")
+        check(not glob.glob(os.path.join(dirs[name], "shards", "*.tmp")), f"{name}: no .tmp left")
+        check(any("run again to resume" in ln for _, ln in launch.marks),
+              f"{name}: the summary says to run again")
+        rerun = Launch(args, 2, dirs[name], os.path.join(work, f"{name}_rerun.log"))
+        rc = rerun.finish(900)
+        ids = published_cells(dirs[name])
+        check(rc == 0 and len(ids) == len(set(ids)) == (n_cells or len(ids)),
+              f"{name}: rerun exit {rc}; {len(ids)} records, no duplicates")
+        same_tables_as_np1(name)
+
+    # 5. SIGPIPE: stderr is a pipe we close after the first progress line (one process, no mpirun,
+    # so that the rank itself writes into the pipe).
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    proc = subprocess.Popen([args.kvaudit, "run", args.manifest, "--output-dir", dirs["pipe"]],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    first_unit = False
+    for raw in proc.stderr:
+        if b"units 1/" in raw:
+            first_unit = True
+            break
+    proc.stderr.close()
+    rc = proc.wait(600)
+    check(first_unit and rc == 3, f"pipe: stderr closed after the first unit: exit {rc} "
+          "(expected 3: SIGPIPE is a clean stop)")
+    check(not glob.glob(os.path.join(dirs["pipe"], "shards", "*.tmp")) and
+          len(published_cells(dirs["pipe"])) > 0, "pipe: the shard was published, no .tmp left")
+    p = run_cmd([args.kvaudit, "run", args.manifest, "--output-dir", dirs["pipe"]], env=env,
+                timeout=900)
+    check(p.returncode == 0, f"pipe: rerun exit {p.returncode}")
+    same_tables_as_np1("pipe")
+
+    # 6. PID reuse: every launch in a fresh PID namespace.
+    probe = run_cmd(["unshare", "-pf", "--mount-proc", "true"])
+    if probe.returncode != 0:
+        print("SKIP pid-reuse leg: `unshare -pf --mount-proc` is refused here "
+              f"({probe.stderr.strip()}); the shard-name unit test covers the rule")
+    else:
+        rcs = []
+        for attempt in (1, 2, 3):
+            tag = f"pidns{attempt}"
+            # One rank, so that each stopped launch leaves units for the next (6 units in all).
+            launch = Launch(args, 1, dirs["pidns"], os.path.join(work, f"{tag}.log"),
+                            prefix=("unshare", "-pf", "--mount-proc"), tag=tag)
+            if attempt < 3:
+                got = launch.wait_for(r"\[rank 0/1\] units 1/", 600)
+                if got:
+                    signal_ranks(launch, signal.SIGUSR1)
+            rcs.append(launch.finish(900))
+        names = sorted(os.path.basename(f) for f in
+                       glob.glob(os.path.join(dirs["pidns"], "shards", "part-*.h5")))
+        pids = {re.search(r"\.pid(\d+)\.", n).group(1) for n in names}
+        attempts = {re.search(r"\.a(\d+)\.", n).group(1) for n in names}
+        check(rcs == [3, 3, 0], f"pidns: exits {rcs} (expected [3, 3, 0])")
+        check(len(pids) == 1 and len(attempts) == 3,
+              f"pidns: {len(names)} shards, pid component(s) {sorted(pids)} (one repeated pid), "
+              f"attempts {sorted(attempts)}")
+        ids = published_cells(dirs["pidns"])
+        check(len(ids) == len(set(ids)) == (n_cells or len(ids)),
+              f"pidns: {len(ids)} records, {len(set(ids))} distinct (0 lost, 0 duplicated)")
+        same_tables_as_np1("pidns")
 
     print("run times: " + ", ".join(f"{n} rank(s) {t:.1f} s" for n, t in times.items()))
     if FAILURES:

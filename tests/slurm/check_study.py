@@ -5,7 +5,8 @@ Usage: check_study.py STUDY_DIR SLURM_JOB_ID WORLD_SIZE   (Debian's /usr/bin/pyt
 
 Checks, reading the shards with h5py (docs/RECORDS.md):
   * prereg.json exists and names the number of planned cells N (counts.cells);
-  * shards/ holds published part-<job>.*.h5 shards only (no leftover .h5.tmp), named with this job id;
+  * shards/ holds published part-<job>.*.h5 shards only (no leftover .h5.tmp), named with this job id,
+    each with a SHA-256 sidecar that matches it;
   * every shard carries the lock's manifest_sha256, n_cells_manifest = N, slurm_job_id = the job,
     slurm_restart_count = 0, world_size = WORLD_SIZE, a clean close (t_close_utc set) and
     n_records = its /records rows;
@@ -17,6 +18,7 @@ Checks, reading the shards with h5py (docs/RECORDS.md):
 Prints one line per failed check and exits 1 if any failed, else prints a summary and exits 0.
 """
 import glob
+import hashlib
 import json
 import math
 import os
@@ -53,6 +55,14 @@ def main():
     for path in published:
         name = os.path.basename(path)
         check(name.startswith(f"part-{job_id}."), f"{name}: not named after job {job_id}")
+        try:
+            with open(path + ".sha256", encoding="ascii") as f:
+                sidecar = f.read()
+        except OSError as e:
+            sidecar = f"unreadable: {e}"
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        check(sidecar == f"{digest}  {name}\n", f"{name}: sidecar {sidecar!r} does not match")
         with h5py.File(path, "r") as f:
             a = f.attrs
             check(a["manifest_sha256"] == sha, f"{name}: manifest_sha256 differs from the lock")

@@ -1,14 +1,18 @@
 // The fixed-sequence certification procedure on hand-built calibration data: certification up to
 // the first failure, the full-KV fallback, the plug-in contrast, the test-split evaluation with
-// per-task Bonferroni Clopper–Pearson intervals, the lock check and input validation.
+// per-task Bonferroni Clopper–Pearson intervals, the lock check and input validation;
+// certify_counts (the same decision from the counts alone) against certify and at n = 1e10 and
+// 2^53.
 #include "statistics/certification.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
-#include "statistics/binomial.h"
 #include "base/errors.h"
+#include "statistics/binomial.h"
 
 namespace kvaudit::stats {
 namespace {
@@ -174,6 +178,75 @@ TEST(Certification, RejectsBadInput) {
   CertificationInput empty = seed_like_input({1});
   empty.candidates[0].calibration_violations.clear();
   EXPECT_THROW(certify(empty), InputError);
+}
+
+TEST(CertifyCounts, DecidesExactlyAsCertifyOnIndicators) {
+  for (const std::vector<std::size_t>& ks : std::vector<std::vector<std::size_t>>{
+           {10, 30, 47, 48, 5}, {48, 0, 0}, {0, 1, 2}, {61, 70}, {60}, {47, 60, 61}}) {
+    const CertificationResult full = certify(seed_like_input(ks));
+    std::vector<CalibrationCount> counts;
+    for (const auto& c : seed_like_input(ks).candidates) {
+      counts.push_back({c.id, static_cast<std::int64_t>(std::count(c.calibration_violations.begin(),
+                                                                   c.calibration_violations.end(),
+                                                                   std::uint8_t{1}))});
+    }
+    const CertificationResult r = certify_counts("ruler/snapkv", {0.0, 0.05, 0.05}, 1200, counts);
+    EXPECT_EQ(r.n, full.n);
+    EXPECT_EQ(r.violation_cap, full.violation_cap);
+    EXPECT_EQ(r.k_star, full.k_star);
+    EXPECT_EQ(r.stop_index, full.stop_index);
+    EXPECT_EQ(r.selected, full.selected);
+    EXPECT_EQ(r.selected_policy, full.selected_policy);
+    EXPECT_EQ(r.plug_in, full.plug_in);
+    EXPECT_EQ(r.plug_in_policy, full.plug_in_policy);
+    ASSERT_EQ(r.candidates.size(), full.candidates.size());
+    for (std::size_t j = 0; j < r.candidates.size(); ++j) {
+      EXPECT_EQ(r.candidates[j].id, full.candidates[j].id);
+      EXPECT_EQ(r.candidates[j].violations, full.candidates[j].violations);
+      EXPECT_EQ(r.candidates[j].empirical_risk, full.candidates[j].empirical_risk);
+      EXPECT_EQ(r.candidates[j].p_value, full.candidates[j].p_value);
+      EXPECT_EQ(r.candidates[j].tested, full.candidates[j].tested);
+      EXPECT_EQ(r.candidates[j].certified, full.candidates[j].certified);
+    }
+    EXPECT_FALSE(r.selected_test.has_value());
+    EXPECT_FALSE(r.plug_in_test.has_value());
+  }
+}
+
+TEST(CertifyCounts, NeedsNoIndicatorsForHugeN) {
+  // n = 1e10 took 10 GB of indicators through certify() (the CLI's bad_alloc, issue 16).
+  const std::int64_t n = 10'000'000'000;
+  const std::int64_t k_star = max_certifiable_violations(n, 0.05, 0.05);
+  const auto r = certify_counts("huge", {0.0, 0.05, 0.05}, n,
+                                {{"a", 0}, {"b", k_star}, {"c", k_star + 1}, {"d", 0}});
+  EXPECT_EQ(r.k_star, k_star);
+  EXPECT_EQ(r.selected, std::optional<std::size_t>(1));
+  EXPECT_EQ(r.stop_index, 2u);
+  EXPECT_TRUE(r.candidates[1].certified);
+  EXPECT_FALSE(r.candidates[2].certified);
+  EXPECT_FALSE(r.candidates[3].tested);
+  EXPECT_EQ(r.plug_in, std::optional<std::size_t>(3));
+  const auto top = certify_counts("top", {0.0, 0.5, 0.05}, kMaxTrials, {{"a", 0}});
+  EXPECT_EQ(top.selected, std::optional<std::size_t>(0));
+}
+
+TEST(CertifyCounts, RejectsBadInput) {
+  const Contract c{0.0, 0.05, 0.05};
+  EXPECT_THROW(certify_counts("x", c, 100, {}), InputError);
+  EXPECT_THROW(certify_counts("x", c, 0, {{"a", 0}}), InputError);
+  EXPECT_THROW(certify_counts("x", c, kMaxTrials + 1, {{"a", 0}}), InputError);
+  EXPECT_THROW(certify_counts("x", c, 100, {{"a", 101}}), InputError);
+  EXPECT_THROW(certify_counts("x", c, 100, {{"a", -1}}), InputError);
+  EXPECT_THROW(certify_counts("x", {0.0, 1.0, 0.05}, 100, {{"a", 0}}), InputError);
+  try {
+    certify_counts("kvaudit stats certify", c, 100, {{"a", 3}, {"candidate 2", 200}});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("kvaudit stats certify: candidate 'candidate 2' has 200 "
+                                         "violations, outside [0, n = 100]"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Certification, RefusesAContractOrOrderThatDiffersFromTheLock) {

@@ -64,6 +64,8 @@ class Tokenizer {
   virtual bool is_special(std::int32_t id) const = 0;
   // One line for logs and provenance, e.g. "byte-level BPE from /m/tokenizer.json (49152 ids)".
   virtual std::string description() const = 0;
+  // The file it was read from (tokenizer.json, tokenizer.model or the .gguf).
+  const std::string& file() const { return source(); }
 
  protected:
   // `text` is valid UTF-8 here.
@@ -78,5 +80,12 @@ class Tokenizer {
 // Loads the tokenizer at `path` (see the top of this file). Throws ModelInputError naming the file,
 // the field (JSON path or metadata key) and what is wrong.
 std::unique_ptr<Tokenizer> load_tokenizer(const std::filesystem::path& path);
+
+// Refuses to pair `tokenizer` with a model whose embedding table has `model_vocab_size` rows
+// (ModelConfig::vocab_size of the model at `model`) when the tokenizer can produce an id beyond it:
+// throws ModelInputError naming the tokenizer's file, its largest id and the model's vocab_size.
+// A tokenizer with fewer ids than the model is fine (padded embedding tables, e.g. Qwen2).
+void require_tokenizer_fits_model(const Tokenizer& tokenizer, int model_vocab_size,
+                                  const std::string& model);
 
 }  // namespace kvaudit::model

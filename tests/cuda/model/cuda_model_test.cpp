@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runners/model/model_error.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/cuda/model/model_fixtures.h"
 #include "tests/parity/golden_reference.h"
@@ -320,7 +321,8 @@ TEST(CudaModelInput, BadTokensAndFullCachesAreRefusedBeforeAnyKernelRuns) {
   CudaModel model(weights, AttentionBackend::sdpa);
   DeviceKvCache cache = model.new_sequence(8);
   const std::vector<std::int32_t> bad = {1, weights.config.vocab_size};
-  EXPECT_THROW(model.prefill(cache, bad, LogitRows::last), std::invalid_argument);
+  // An id outside the vocabulary is bad input (exit 1), not a bug (issue 16).
+  EXPECT_THROW(model.prefill(cache, bad, LogitRows::last), model::ModelInputError);
   const std::vector<std::int32_t> too_long(9, 1);
   EXPECT_THROW(model.prefill(cache, too_long, LogitRows::last), std::length_error);
   EXPECT_EQ(cache.original_length(), 0);
