@@ -161,7 +161,7 @@ std::vector<std::string> check_plan_inputs(const manifest::Manifest& m, std::ost
   for (const auto& model : m.models) {
     if (model.dtype == "f16") {
       diag.error(
-          model.pos, "models." + model.name + ".dtype",
+          model.dtype_pos, "models." + model.name + ".dtype",
           "\"f16\" is not supported (bf16, f32): the engines emulate bf16 or compute in f32");
       continue;
     }

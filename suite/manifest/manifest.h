@@ -41,6 +41,7 @@ struct Model {
   std::string dtype;          // bf16 | f16 | f32
   SourcePos pos;
   SourcePos path_pos;
+  SourcePos dtype_pos;  // where dtype was written (the table's position when it was not)
 };
 
 struct Benchmark {

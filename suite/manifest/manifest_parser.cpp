@@ -359,7 +359,11 @@ class Parser {
       if (auto v = f.choice("chat_template", true, kChatTemplates, "chat template family"))
         model.chat_template = *v;
       model.dtype = "bf16";
-      if (auto v = f.choice("dtype", false, kDtypes, "dtype")) model.dtype = *v;
+      model.dtype_pos = model.pos;
+      if (auto v = f.choice("dtype", false, kDtypes, "dtype")) {
+        model.dtype = *v;
+        model.dtype_pos = pos_of(*t->get("dtype"));
+      }
       f.finish("name, path, format, chat_template, dtype");
       m_.models.push_back(std::move(model));
     }

@@ -66,7 +66,9 @@ check "reduce without prereg" expect_rc 1 "$kv" reduce "$work/nothing-here"
 # The lock and `run` on SmolLM2: the quickstart manifest for the lock checks (nothing of it runs),
 # a one-unit study for the runs.
 smollm="$src/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
-if [ -f "$smollm" ]; then
+if [ -n "${KVAUDIT_CLI_SKIP_MODEL_RUNS:-}" ]; then
+  echo "SKIP plan/run/reduce on SmolLM2: $KVAUDIT_CLI_SKIP_MODEL_RUNS"
+elif [ -f "$smollm" ]; then
   ln -sf "$(realpath "$smollm")" "$qs/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf"
   check "quickstart plan" expect_rc 0 "$kv" plan "$qs/manifests/quickstart.toml"
   check "quickstart lock written" test -f "$qs/results/quickstart/prereg.json"

@@ -78,7 +78,7 @@ d="$work/f16"
 make_model "$d/tiny"
 write_manifest "$d/study.toml" tiny hf f16 '["niah_single_1"]' 1024
 refused "f16" "$d"
-check "f16: file, position and field" contains "$work/err.txt" "$d/study.toml:6:1: models.tiny.dtype: \"f16\" is not supported (bf16, f32)"
+check "f16: file, position and field" contains "$work/err.txt" "$d/study.toml:11:9: models.tiny.dtype: \"f16\" is not supported (bf16, f32)"
 
 # Truncated weights: the safetensors header promises more bytes than the file has.
 d="$work/truncated"
