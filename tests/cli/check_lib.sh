@@ -6,7 +6,13 @@
 #   expect_rc_in "A B" CMD... as expect_rc, succeeding for any of the listed exit codes
 #   contains FILE TEXT      FILE holds TEXT (fixed string)
 #   lacks FILE TEXT         FILE does not hold TEXT
-# shellcheck disable=SC2154  # $work is set by the sourcing script
+#   start_cli_test BIN SRC WORK    sets $kv, $src (absolute) and $work (emptied, absolute)
+#   make_tiny_hf_model DIR         a tiny HF model that plan accepts: the tiny Llama config
+#                                  (vocab 1500, 4096 positions), the GPT-2-style BPE tokenizer and
+#                                  weights matching the config (make_tiny_hf_weights.py)
+#   write_tiny_study FILE MODEL_PATH FORMAT DTYPE TASKS LENGTH INSTANCES
+#                                  a one-model, one-RULER-benchmark, knorm study manifest
+# shellcheck disable=SC2154  # $work is set by the sourcing script (or start_cli_test)
 failures=0
 passed=0
 check() {  # check NAME CONDITION...
@@ -42,3 +48,51 @@ expect_rc_in() {  # expect_rc_in "WANT1 WANT2" CMD...
 }
 contains() { grep -qF -- "$2" "$1" || { echo "  '$1' lacks: $2" >&2; return 1; }; }
 lacks() { ! grep -qF -- "$2" "$1" || { echo "  '$1' has: $2" >&2; return 1; }; }
+start_cli_test() {  # start_cli_test KVAUDIT_BINARY SOURCE_DIR WORK_DIR
+  # shellcheck disable=SC2034  # $kv is for the sourcing script
+  kv=$(realpath "$1")
+  src=$(realpath "$2")
+  rm -rf "$3"
+  mkdir -p "$3"
+  work=$(realpath "$3")
+}
+make_tiny_hf_model() {  # make_tiny_hf_model DIR (needs $src)
+  mkdir -p "$1"
+  sed -e 's/"max_position_embeddings": 512/"max_position_embeddings": 4096/' \
+    -e 's/"vocab_size": 300/"vocab_size": 1500/' \
+    "$src/tests/golden/tiny_models/llama/f32/config.json" >"$1/config.json"
+  cp "$src/tests/golden/tokenizers/bpe_gpt2/tokenizer.json" "$1/"
+  python3 "$src/tests/cli/make_tiny_hf_weights.py" "$1"
+}
+write_tiny_study() {  # write_tiny_study FILE MODEL_PATH FORMAT DTYPE TASKS LENGTH INSTANCES
+  cat >"$1" <<EOF
+[study]
+name = "cli-tiny"
+seed = 5
+output_dir = "results"
+
+[[models]]
+name = "tiny"
+path = "$2"
+format = "$3"
+chat_template = "none"
+dtype = "$4"
+
+[[benchmarks]]
+name = "r"
+kind = "ruler"
+tasks = $5
+length = $6
+instances = $7
+
+[methods.knorm]
+
+[[grids]]
+name = "g"
+benchmarks = ["r"]
+methods = ["knorm"]
+compression = [0.5]
+protocols = ["query-aware"]
+attention_backends = ["sdpa"]
+EOF
+}

@@ -13,14 +13,9 @@
 #    written here (256 ids).
 # Usage: cli_input_errors_test.sh KVAUDIT_BINARY SOURCE_DIR WORK_DIR
 set -u
-kv=$(realpath "$1")
-src=$(realpath "$2")
-work=$3
-rm -rf "$work"
-mkdir -p "$work"
-work=$(realpath "$work")
 # shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
+start_cli_test "$1" "$2" "$3"
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 python=$(command -v python3)
 

@@ -8,60 +8,18 @@
 # SmolLM2 GGUF when it is present (else a printed skip).
 # Usage: model_swap_test.sh KVAUDIT_BINARY SOURCE_DIR WORK_DIR
 set -u
-kv=$(realpath "$1")
-src=$(realpath "$2")
-work=$3
-rm -rf "$work"
-mkdir -p "$work"
-work=$(realpath "$work")
 # shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
+start_cli_test "$1" "$2" "$3"
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # A tiny HF model: the tiny Llama config (vocab and positions widened for the GPT-2-style BPE),
 # its tokenizer and weights matching the config.
 study="$work/study"
-mkdir -p "$study/tiny"
-sed -e 's/"max_position_embeddings": 512/"max_position_embeddings": 4096/' \
-  -e 's/"vocab_size": 300/"vocab_size": 1500/' \
-  "$src/tests/golden/tiny_models/llama/f32/config.json" >"$study/tiny/config.json"
-cp "$src/tests/golden/tokenizers/bpe_gpt2/tokenizer.json" "$study/tiny/"
-python3 "$src/tests/cli/make_tiny_hf_weights.py" "$study/tiny"
+make_tiny_hf_model "$study/tiny"
 cp "$study/tiny/model.safetensors" "$work/model.safetensors.orig"
-write_manifest() {  # write_manifest FILE MODEL_PATH FORMAT
-  cat >"$1" <<EOF
-[study]
-name = "model-swap"
-seed = 5
-output_dir = "results"
-
-[[models]]
-name = "tiny"
-path = "$2"
-format = "$3"
-chat_template = "none"
-dtype = "f32"
-
-[[benchmarks]]
-name = "r"
-kind = "ruler"
-tasks = ["niah_single_1"]
-length = 512
-instances = 1
-
-[methods.knorm]
-
-[[grids]]
-name = "g"
-benchmarks = ["r"]
-methods = ["knorm"]
-compression = [0.5]
-protocols = ["query-aware"]
-attention_backends = ["sdpa"]
-EOF
-}
-write_manifest "$study/study.toml" tiny hf
+write_tiny_study "$study/study.toml" tiny hf f32 '["niah_single_1"]' 512 1
 lock="$study/results/prereg.json"
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 
@@ -141,7 +99,7 @@ if [ -f "$smollm" ]; then
   g="$work/gguf"
   mkdir -p "$g"
   cp "$smollm" "$g/model.gguf"
-  write_manifest "$g/study.toml" model.gguf gguf
+  write_tiny_study "$g/study.toml" model.gguf gguf f32 '["niah_single_1"]' 512 1
   check "gguf plan" expect_rc 0 "$kv" plan "$g/study.toml"
   glocked=$(sha "$g/model.gguf")
   gsize=$(stat -c %s "$g/model.gguf")

@@ -7,59 +7,12 @@
 # the field. Each refusal exits 1 naming the file and the field, and writes no prereg.json.
 # Usage: plan_refusals_test.sh KVAUDIT_BINARY SOURCE_DIR WORK_DIR
 set -u
-kv=$(realpath "$1")
-src=$(realpath "$2")
-work=$3
-rm -rf "$work"
-mkdir -p "$work"
-work=$(realpath "$work")
 # shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
+start_cli_test "$1" "$2" "$3"
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# make_model DIR: a tiny HF model that plan accepts (tests/cli/make_tiny_hf_weights.py).
-make_model() {
-  mkdir -p "$1"
-  sed -e 's/"max_position_embeddings": 512/"max_position_embeddings": 4096/' \
-    -e 's/"vocab_size": 300/"vocab_size": 1500/' \
-    "$src/tests/golden/tiny_models/llama/f32/config.json" >"$1/config.json"
-  cp "$src/tests/golden/tokenizers/bpe_gpt2/tokenizer.json" "$1/"
-  python3 "$src/tests/cli/make_tiny_hf_weights.py" "$1"
-}
-# write_manifest FILE MODEL_PATH FORMAT DTYPE TASKS LENGTH
-write_manifest() {
-  cat >"$1" <<EOF
-[study]
-name = "plan-refusals"
-seed = 5
-output_dir = "results"
-
-[[models]]
-name = "tiny"
-path = "$2"
-format = "$3"
-chat_template = "none"
-dtype = "$4"
-
-[[benchmarks]]
-name = "r"
-kind = "ruler"
-tasks = $5
-length = $6
-instances = 2
-
-[methods.knorm]
-
-[[grids]]
-name = "g"
-benchmarks = ["r"]
-methods = ["knorm"]
-compression = [0.5]
-protocols = ["query-aware"]
-attention_backends = ["sdpa"]
-EOF
-}
 # refused NAME DIR: plan DIR/study.toml exits 1 and writes nothing.
 refused() {
   check "$1: plan exits 1" expect_rc 1 "$kv" plan "$2/study.toml"
@@ -67,47 +20,47 @@ refused() {
 }
 
 d="$work/ok"
-make_model "$d/tiny"
-write_manifest "$d/study.toml" tiny hf f32 '["niah_single_1"]' 1024
+make_tiny_hf_model "$d/tiny"
+write_tiny_study "$d/study.toml" tiny hf f32 '["niah_single_1"]' 1024 2
 check "a good study plans" expect_rc 0 "$kv" plan "$d/study.toml"
 check "plan says the model was checked" contains "$work/out.txt" "model tiny: header, tensor table and tokenizer ok"
 check "plan says the tasks fit" contains "$work/out.txt" "benchmark r x model tiny: every task fits length 1024"
 
 # dtype = "f16": refused with the file, line and field.
 d="$work/f16"
-make_model "$d/tiny"
-write_manifest "$d/study.toml" tiny hf f16 '["niah_single_1"]' 1024
+make_tiny_hf_model "$d/tiny"
+write_tiny_study "$d/study.toml" tiny hf f16 '["niah_single_1"]' 1024 2
 refused "f16" "$d"
 check "f16: file, position and field" contains "$work/err.txt" "$d/study.toml:11:9: models.tiny.dtype: \"f16\" is not supported (bf16, f32)"
 
 # Truncated weights: the safetensors header promises more bytes than the file has.
 d="$work/truncated"
-make_model "$d/tiny"
+make_tiny_hf_model "$d/tiny"
 head -c 600000 "$d/tiny/model.safetensors" >"$d/tiny/cut" && mv "$d/tiny/cut" "$d/tiny/model.safetensors"
-write_manifest "$d/study.toml" tiny hf f32 '["niah_single_1"]' 1024
+write_tiny_study "$d/study.toml" tiny hf f32 '["niah_single_1"]' 1024 2
 refused "truncated safetensors" "$d"
 check "truncated safetensors: field and file" contains "$work/err.txt" "models.tiny.path: model 'tiny': $d/tiny/model.safetensors: "
 
 # A tensor of the wrong shape (the config changed after the weights were written).
 d="$work/shape"
-make_model "$d/tiny"
+make_tiny_hf_model "$d/tiny"
 sed -i 's/"intermediate_size": 128/"intermediate_size": 96/' "$d/tiny/config.json"
-write_manifest "$d/study.toml" tiny hf f32 '["niah_single_1"]' 1024
+write_tiny_study "$d/study.toml" tiny hf f32 '["niah_single_1"]' 1024 2
 refused "wrong shape" "$d"
 check "wrong shape: names the tensor and both shapes" contains "$work/err.txt" "tensor 'model.layers.0.mlp.gate_proj.weight': expected shape [96, 64] (from the model config), found [128, 64]"
 
 # No tokenizer.
 d="$work/no-tokenizer"
-make_model "$d/tiny"
+make_tiny_hf_model "$d/tiny"
 rm "$d/tiny/tokenizer.json"
-write_manifest "$d/study.toml" tiny hf f32 '["niah_single_1"]' 1024
+write_tiny_study "$d/study.toml" tiny hf f32 '["niah_single_1"]' 1024 2
 refused "no tokenizer" "$d"
 check "no tokenizer: named" contains "$work/err.txt" "models.tiny.path: model 'tiny': "
 
 # A RULER task whose fixed part (template, question, needles, max_new_tokens) cannot fit.
 d="$work/unfittable"
-make_model "$d/tiny"
-write_manifest "$d/study.toml" tiny hf f32 '["cwe", "niah_single_1"]' 256
+make_tiny_hf_model "$d/tiny"
+write_tiny_study "$d/study.toml" tiny hf f32 '["cwe", "niah_single_1"]' 256 2
 refused "unfittable task" "$d"
 check "unfittable: names the task" contains "$work/err.txt" "benchmarks.r.tasks: task 'cwe' cannot fit length 256 with model 'tiny'"
 check "unfittable: says what the smallest haystack needs" contains "$work/err.txt" "even the smallest haystack"
@@ -118,7 +71,7 @@ if [ -f "$smollm" ]; then
   d="$work/gguf"
   mkdir -p "$d"
   head -c 60000000 "$smollm" >"$d/model.gguf"
-  write_manifest "$d/study.toml" model.gguf gguf f32 '["niah_single_1"]' 1024
+  write_tiny_study "$d/study.toml" model.gguf gguf f32 '["niah_single_1"]' 1024 2
   refused "truncated gguf" "$d"
   check "truncated gguf: names the tensor past the end" contains "$work/err.txt" "model.gguf: tensor 'blk."
   check "truncated gguf: says it goes past the end" contains "$work/err.txt" "goes past the end of the file (60000000 bytes)"

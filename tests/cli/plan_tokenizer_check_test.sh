@@ -12,25 +12,15 @@
 #    model is absent), whose report is printed for the log.
 # Usage: plan_tokenizer_check_test.sh KVAUDIT_BINARY SOURCE_DIR WORK_DIR
 set -u
-kv=$(realpath "$1")
-src=$(realpath "$2")
-work=$3
-rm -rf "$work"
-mkdir -p "$work"
-work=$(realpath "$work")
 # shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
+start_cli_test "$1" "$2" "$3"
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 
 # The study: model B = an HF directory (config.json + tokenizer.json), tokenizer A = spm_ruler.
 study="$work/study"
-mkdir -p "$study/model-b"
-sed -e 's/"max_position_embeddings": 512/"max_position_embeddings": 4096/' \
-  -e 's/"vocab_size": 300/"vocab_size": 1500/' \
-  "$src/tests/golden/tiny_models/llama/f32/config.json" >"$study/model-b/config.json"
-cp "$src/tests/golden/tokenizers/bpe_gpt2/tokenizer.json" "$study/model-b/"
 # Weights matching the config: plan checks the model's header and tensor table.
-python3 "$src/tests/cli/make_tiny_hf_weights.py" "$study/model-b"
+make_tiny_hf_model "$study/model-b"
 write_manifest() {  # write_manifest FILE LENGTH GENERATION_TOKENIZER
   cat >"$1" <<EOF
 [study]
