@@ -309,9 +309,10 @@ const char* kSalvageHint =
     "; nothing was used from it. `--salvage-corrupt` keeps the records of a damaged shard whose "
     "record digests still match; or move the file out of the shard directory";
 
-// A published shard: verified against its sidecar before parsing; otherwise read in a child first.
-ShardContents read_published(const std::filesystem::path& file, const StudyReadOptions& options,
-                             PublishedShardInfo& info) {
+}  // namespace
+
+ShardContents read_verified_shard(const std::filesystem::path& file,
+                                  const StudyReadOptions& options, PublishedShardInfo& info) {
   const ChecksumCheck check = verify_shard_checksum(file);
   if (check.status == ChecksumStatus::verified) {
     info.verification = ShardVerification::checksum;
@@ -359,8 +360,6 @@ ShardContents read_published(const std::filesystem::path& file, const StudyReadO
   return shard;
 }
 
-}  // namespace
-
 StudyRecords read_study(const std::filesystem::path& directory, const StudyReadOptions& options) {
   const ShardListing listing = list_shards(directory);
   StudyRecords study;
@@ -403,7 +402,7 @@ StudyRecords read_study(const std::filesystem::path& directory, const StudyReadO
   for (const auto& file : listing.published) {
     PublishedShardInfo info;
     info.file = file;
-    ShardContents shard = read_published(file, options, info);
+    ShardContents shard = read_verified_shard(file, options, info);
     check_manifest(shard);
     info.provenance = shard.provenance;
     info.n_records = shard.records.size();

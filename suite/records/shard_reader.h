@@ -141,6 +141,13 @@ struct StudyRecords {
   std::vector<std::string> warnings;      // salvaged/skipped/legacy/damaged shards, one line each
 };
 
+// One published shard as read_study reads it: verified against its SHA-256 sidecar before it is
+// parsed; without one (schema 1 and 2) read in a child process first; a damaged one is an
+// InputError naming it, or with options.salvage_corrupt its digest-verified records. Sets
+// info.verification, info.note and info.n_dropped.
+ShardContents read_verified_shard(const std::filesystem::path& file,
+                                  const StudyReadOptions& options, PublishedShardInfo& info);
+
 // Throws InputError for a malformed or damaged published shard (unless salvage_corrupt), a
 // salvaged shard whose manifest hash differs, and duplicates whose content differs (every
 // conflicting cell's two shards and differing fields listed, up to 20); unreadable temporary

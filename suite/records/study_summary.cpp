@@ -11,7 +11,6 @@
 #include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/records/isolated_read.h"
-#include "suite/records/shard_checksum.h"
 #include "suite/records/shard_name.h"
 #include "suite/records/shard_reader.h"
 
@@ -51,23 +50,18 @@ void print_if_mixed(std::ostream& out, const char* label,
 
 void describe_shard(const std::filesystem::path& file, std::ostream& out) {
   const bool temporary = is_temp_shard_name(file.filename().string());
-  const ShardReadMode mode = temporary ? ShardReadMode::salvage : ShardReadMode::published;
   // Only a shard its sidecar vouches for is parsed in this process (docs/RECORDS.md §Integrity).
-  std::string checksum = "none (unpublished)";
-  bool verified = false;
-  if (!temporary) {
-    const ChecksumCheck check = verify_shard_checksum(file);
-    verified = check.status == ChecksumStatus::verified;
-    checksum = verified ? "verified (" + check.expected + ")"
-                        : std::string(to_string(check.status)) + ": " + check.message;
-    if (check.status == ChecksumStatus::mismatch || check.status == ChecksumStatus::malformed) {
-      throw InputError(check.message);
-    }
-  }
+  PublishedShardInfo info;
   const ShardContents shard =
-      verified ? read_shard(file, mode) : read_shard_isolated(file, mode, kDefaultIsolationTimeout);
+      temporary ? read_shard_isolated(file, ShardReadMode::salvage, kDefaultIsolationTimeout)
+                : read_verified_shard(file, StudyReadOptions{}, info);
   out << "shard: " << file.string() << "\n";
-  out << "checksum: " << checksum << "\n";
+  out << "verification: "
+      << (temporary ? std::string("none (unpublished; read in a child process first)")
+          : info.verification == ShardVerification::checksum
+              ? std::string("SHA-256 sidecar matches")
+              : info.note)
+      << "\n";
   out << "state: "
       << (temporary ? "unpublished temporary shard (records up to its last flush)" : "published")
       << "\n";
