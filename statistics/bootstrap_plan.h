@@ -6,6 +6,17 @@
 // a comparison is an integer in [−127, 127], else double) and groups the strata by id so that each
 // (replicate, stratum id) draws its indices once. replicates() computes Δ*_b for b in [begin, end)
 // with the b range split over threads (each replicate on one thread, fixed summation order).
+//
+// How a replicate is evaluated (the values are those of the plain definition, bit for bit):
+// * a part (one stratum of one comparison) whose differences are all 0 adds exactly 0 and is
+//   skipped; a stratum with no other part draws no indices at all (the draws of a stratum are a
+//   pure function of (seed, stratum id, b), so skipping them changes no other draw);
+// * the other parts of a stratum are laid out as lanes of a row per instance j (d_j of each part),
+//   and a replicate adds the rows idx_0, idx_1, … with SIMD vectors (AVX2 where the CPU has it,
+//   chosen at run time; SSE2 otherwise): every lane is its own sum, in the order i = 0, 1, … of
+//   the plain definition. Integer lanes are 8, 16, 32 or 64 bits wide, the narrowest in which
+//   max|d|·n cannot overflow (integer sums are exact); double lanes add in the same order as the
+//   scalar loop (floating-point addition is not associative, so the order is kept).
 #pragma once
 
 #include <cstddef>
@@ -58,13 +69,28 @@ class BootstrapPlan {
     double mean_b = 0;
     double estimate = 0;
   };
+  // The nonzero parts that use one stratum, transposed into lanes: row j holds d_j of every such
+  // part, so a replicate adds rows idx_0, idx_1, … and each lane keeps the order of its own sum.
+  // Rows are padded to whole 32-byte vectors, unless the padding of a large stratum would exceed
+  // 1 MiB ("narrow": unpadded int8 or double rows summed by a scalar loop in int64 or double).
+  struct StratumLanes {
+    std::uint32_t integer_bytes = 0;                 // integer lane width: 1, 2, 4 or 8; 0: none
+    bool integer_narrow = false;                     // unpadded int8 rows, int64 sums
+    std::size_t integer_stride = 0;                  // bytes per row (padded: a multiple of 32)
+    std::vector<std::uint8_t> integer_rows;          // size × integer_stride
+    std::vector<std::uint32_t> integer_comparisons;  // the comparison of each integer lane
+    bool wide_narrow = false;                        // unpadded rows
+    std::size_t wide_stride = 0;                     // doubles per row (padded: a multiple of 4)
+    std::vector<double> wide_rows;                   // size × wide_stride
+    std::vector<std::uint32_t> wide_comparisons;     // the comparison of each double lane
+  };
   Aggregate aggregate_;
   std::vector<Stratum> strata_;  // distinct ids, sorted by id
-  // For each stratum: (comparison, part) pairs that use it.
-  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> users_;
   std::vector<Comparison> comparisons_;
+  std::vector<StratumLanes> lanes_;  // per stratum
   std::uint32_t max_stratum_size_ = 0;
 
+  void plan_lanes(const std::vector<std::vector<std::pair<std::size_t, std::size_t>>>& users);
   void replicate_range(std::uint64_t seed, std::uint32_t begin, std::uint32_t end,
                        std::uint32_t out_offset, std::vector<std::vector<double>>& out) const;
   std::vector<double> jackknife(std::size_t c) const;

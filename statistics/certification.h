@@ -22,15 +22,37 @@
 // bound exceeds ε. This describes the test split only; the guarantee is about the population rate
 // (docs/design/statistics.md §Pitfalls, item 6). Full KV never violates (τ ≥ 0), so its test risk
 // is 0 by definition.
+//
+// Contract kinds (issue 17; docs/MANIFEST.md §[[certification]]), used when ContractKind is not
+// the default above (the default takes exactly the path above, so its results are unchanged):
+//   risks     violation (V_ij, level ε) and/or mean loss, L_ij = clip(U_full − U_λj, 0, 1) at
+//             level ε_L, H0: E[L] > ε_L, with the Hoeffding–Bentkus p-value of r̂ = mean L or the
+//             Waudby-Smith–Ramdas betting p-value (bets tuned at δ) (statistics/bounded_loss.h;
+//             Angelopoulos et al. 2021, Learn then Test, arXiv:2110.01052 §3; Bates et al. 2021,
+//             RCPS). Several risks: p_j = max over the risks (LTT §4: the null "some risk is above
+//             its level" is the union of the per-risk nulls).
+//   per_task  p_j = max over the tasks t of p_{j,t}, each computed from task t's calibration
+//             requests alone. Intersection–union test (Berger 1982): H0_j = ∪_t {R_t(λ_j) > ε};
+//             under H0_j some t* has R_t* > ε and P(max_t p_{j,t} ≤ u) ≤ P(p_{j,t*} ≤ u) ≤ u, so
+//             it is a valid p-value with no factor over the tasks. A Bonferroni split over the T
+//             tasks (every p_{j,t} ≤ δ/T) rejects a subset of what max_t p_{j,t} ≤ δ rejects.
+//   procedure fixed sequence, fixed sequence with S start points, Bonferroni or Holm over the
+//             candidates' p_j at δ (statistics/multiple_testing.h); FWER ≤ δ for each.
+//   selection the most aggressive certified candidate (the highest index rejected; for fixed
+//             sequence that is the last before the first failure); full KV when none.
+//   plug-in   the most aggressive candidate whose every empirical risk (per task when per_task)
+//             is ≤ its level.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "statistics/clopper_pearson.h"
+#include "statistics/multiple_testing.h"
 
 namespace kvaudit::stats {
 
@@ -39,6 +61,28 @@ struct Contract {
   double epsilon = 0;  // maximum population violation rate, in (0, 1)
   double delta = 0;    // error budget, in (0, 1)
 };
+
+enum class LossBound { hoeffding_bentkus, wsr };
+
+// The contract's kind; the default is the original contract (one violation risk, fixed sequence,
+// aggregate over the tasks).
+struct ContractKind {
+  bool violation = true;   // certify the violation rate at Contract::epsilon
+  bool mean_loss = false;  // certify the mean loss clip(U_full − U, 0, 1) at loss_epsilon
+  LossBound bound = LossBound::hoeffding_bentkus;
+  double loss_epsilon = 0;  // in (0, 1) when mean_loss
+  TestingProcedure procedure = TestingProcedure::fixed_sequence;
+  std::size_t starts = 1;  // fixed_sequence_multistart: start points, 1 ≤ starts ≤ J
+  bool per_task = false;   // every task's risk ≤ its level (max over the tasks' p-values)
+  bool is_default() const {
+    return violation && !mean_loss && procedure == TestingProcedure::fixed_sequence && !per_task;
+  }
+};
+
+// L_i = clip(u_full[i] − u_candidate[i], 0, 1). Requires equal lengths and finite values.
+std::vector<double> losses_from_utilities(const std::vector<double>& u_full,
+                                          const std::vector<double>& u_candidate,
+                                          const std::string& what);
 
 // V_i = 1{u_full[i] − u_candidate[i] > tau}. Requires equal lengths, finite values, tau ≥ 0.
 // `what` names the source in error messages (e.g. "results/x: snapkv@0.5 calibration").
@@ -53,6 +97,9 @@ struct CertificationCandidate {
   std::string id;                                    // e.g. "snapkv@0.25" (what tables print)
   std::vector<std::uint8_t> calibration_violations;  // length n
   std::vector<std::uint8_t> test_violations;         // length n_test (may be empty: no test split)
+  // Losses clip(U_full − U, 0, 1) (ContractKind::mean_loss only; else may be empty).
+  std::vector<double> calibration_losses{};  // length n
+  std::vector<double> test_losses{};         // length n_test
 };
 
 struct CertificationInput {
@@ -66,6 +113,9 @@ struct CertificationInput {
   // test tasks; `task_family_name` names it (the prereg's certification_task_risk family).
   std::string task_family_name = "certification_task_risk";
   double task_alpha = 0.05;  // family-wise error rate of the per-task intervals
+  ContractKind kind{};       // default: the original contract
+  // Task of every calibration request (length n); needed when kind.per_task.
+  std::vector<std::string> calibration_tasks{};
 };
 
 struct CandidateOutcome {
@@ -75,6 +125,14 @@ struct CandidateOutcome {
   double p_value = 1;           // p_j (computed for every candidate, tested or not)
   bool tested = false;          // reached by the fixed sequence
   bool certified = false;       // tested and p_j ≤ δ
+  // Contract kinds other than the default (NaN / "" otherwise): the per-risk p-values (each the
+  // max over the tasks when per_task), the calibration mean loss, the task whose p-value is the
+  // largest (per_task) and the level the procedure compared p_j with.
+  double p_violation = std::numeric_limits<double>::quiet_NaN();
+  double p_mean_loss = std::numeric_limits<double>::quiet_NaN();
+  double mean_loss = std::numeric_limits<double>::quiet_NaN();
+  std::string worst_task{};
+  double level = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct TaskRisk {
@@ -83,6 +141,7 @@ struct TaskRisk {
   std::int64_t requests = 0;
   ProportionInterval interval;  // Bonferroni over the tasks (interval.m = number of tasks)
   bool lower_bound_exceeds_epsilon = false;
+  double mean_loss = std::numeric_limits<double>::quiet_NaN();  // kind.mean_loss: test mean loss
 };
 
 struct TestEvaluation {
@@ -93,6 +152,7 @@ struct TestEvaluation {
   double empirical_risk = 0;       // violations / n_test (0 when n_test = 0)
   std::vector<TaskRisk> per_task;  // sorted by task name
   std::int64_t tasks_flagged = 0;  // tasks whose lower bound exceeds ε
+  double mean_loss = std::numeric_limits<double>::quiet_NaN();  // kind.mean_loss: test mean loss
 };
 
 inline constexpr const char* kFullKvPolicy = "full-kv";
@@ -100,6 +160,7 @@ inline constexpr const char* kFullKvPolicy = "full-kv";
 struct CertificationResult {
   std::string name;
   Contract contract;
+  ContractKind kind{};
   std::int64_t n = 0;                        // calibration requests
   std::int64_t violation_cap = 0;            // ⌊nε⌋ (floor(n·ε + 1e-9))
   std::int64_t k_star = -1;                  // K*(n, ε, δ), −1 when nothing can certify
@@ -117,7 +178,9 @@ struct CertificationResult {
 
 // Runs the procedure. Throws kvaudit::InputError (message starts with input.name) for: no
 // candidates, an invalid contract, n = 0, calibration vectors of different lengths, indicators
-// other than 0/1, test vectors whose length differs from test_tasks, task_alpha outside (0, 1).
+// other than 0/1, test vectors whose length differs from test_tasks, task_alpha outside (0, 1);
+// for another kind also: loss vectors of the wrong length or outside [0, 1], calibration_tasks of
+// the wrong length (per_task), loss_epsilon outside (0, 1), starts outside [1, J], no risk.
 CertificationResult certify(const CertificationInput& input);
 
 // One candidate given by its calibration count K_j alone (the procedure only looks at K_j).

@@ -19,8 +19,10 @@
 // otherwise each replicate is summed in double in a fixed order of (stratum, i). Either way each
 // replicate is computed entirely by one thread, so results are bit-identical for any thread count
 // or MPI rank count (mpi_bootstrap.h). Replicate hash: FNV-1a 64 over the little-endian IEEE-754
-// bytes of Δ*_0 … Δ*_{B−1}. Cost: B·Σn_t index draws (two per Philox call) per batch pass plus
-// B·Σn_t gathers per comparison; no allocation per replicate.
+// bytes of Δ*_0 … Δ*_{B−1}. Cost per batch pass: B·Σn_t index draws (two per Philox block,
+// sixteen blocks per AVX2 step) over the strata in which some comparison has a nonzero difference,
+// and per draw one row of SIMD adds covering every comparison of the stratum (bootstrap_plan.h);
+// no allocation per replicate. Summaries (hash, sort, quantiles) run on the threads too.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,9 @@ struct BootstrapOptions {
   bool bca = false;              // also compute the BCa interval
   int threads = 0;               // 0: std::thread::hardware_concurrency()
   bool keep_replicates = false;  // return Δ*_0…Δ*_{B−1} in BootstrapResult::replicates
+  // Return the replicates sorted ascending in BootstrapResult::sorted_replicates (the vector the
+  // interval was read from; callers that need further quantiles then sort nothing).
+  bool keep_sorted_replicates = false;
   // Batch passes hold the replicates of at most this many comparisons at once (memory:
   // 8·B bytes each); the indices are redrawn for each pass.
   std::size_t comparisons_per_pass = 256;
@@ -88,7 +93,8 @@ struct BootstrapResult {
   std::uint64_t seed = 0;
   bool exact_integer = false;  // integer sums were used
   std::uint64_t replicate_hash = 0;
-  std::vector<double> replicates;  // b order; only with keep_replicates
+  std::vector<double> replicates;         // b order; only with keep_replicates
+  std::vector<double> sorted_replicates;  // ascending; only with keep_sorted_replicates
 };
 
 // One comparison. Throws kvaudit::InputError (naming the comparison and stratum) for: no strata,
@@ -107,6 +113,12 @@ std::vector<BootstrapResult> paired_bootstrap_batch(
 // Hyndman–Fan type 7 quantile of sorted values (numpy's default 'linear'): h = (N−1)·q,
 // Q = x[⌊h⌋] + (h − ⌊h⌋)(x[⌊h⌋+1] − x[⌊h⌋]). Requires N ≥ 1 and q in [0, 1].
 double quantile_type7(const std::vector<double>& sorted, double q);
+
+// Sorts ascending; the result is exactly std::sort's. Replicates take few distinct values when the
+// data are 0/1 (at most 2n + 1): those are counted in a hash table and only the distinct values
+// sorted; otherwise an LSD radix sort on the order-preserving 64-bit keys of the doubles. Vectors
+// holding a NaN or a −0 (where equal-comparing values differ in bits) go to std::sort.
+void sort_replicates(std::vector<double>& values);
 
 // FNV-1a 64 over the little-endian bytes of the values (the replicate hash).
 std::uint64_t replicate_hash(const std::vector<double>& values);

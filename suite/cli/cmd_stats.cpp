@@ -5,6 +5,12 @@
 //   cp        --x X --n N [--alpha A] [--m M]             two-sided Clopper–Pearson at A/M
 //   cp        --x X --n N --match LOW,HIGH [--max-m M]    the M whose interval prints as LOW,HIGH
 //   bootstrap --a FILE --b FILE [--resamples B] [--seed S] paired bootstrap of mean(a − b)
+//   hb        --mean R --n N --alpha A                    Hoeffding–Bentkus p of H0: E[loss] > A
+//   wsr       --losses FILE | --losses-list L1,L2,... --delta D [--alpha A]
+//                                                       WSR upper bound (and p of E[loss] ≥ A)
+//   power     --n N --epsilon E --delta D --rate R        K*, P{Bin(n, R) ≤ K*}
+//   sample-size --epsilon E --delta D --rate R --power P [--n-max N]   smallest n with power ≥ P
+// (hb, wsr, power, sample-size: statistics/bounded_loss.h, certification_power.h; issue 17.)
 // Every subcommand prints a small table, or one JSON object with --json. kmax and certify take
 // O(1) memory and O(log n) binomial tails for any n ≤ 2^53 (statistics/binomial.h); a larger n,
 // a seed that is negative or not a number, and a --match with LOW > HIGH or outside [0, 1] are
@@ -15,13 +21,16 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/errors.h"
 #include "statistics/binomial.h"
+#include "statistics/bounded_loss.h"
 #include "statistics/certification.h"
+#include "statistics/certification_power.h"
 #include "statistics/clopper_pearson.h"
 #include "statistics/paired_bootstrap.h"
 #include "suite/cli/command.h"
@@ -364,21 +373,238 @@ int bootstrap(const po::variables_map& vm, bool json) {
   return 0;
 }
 
+// --alpha given on the command line (its default 0.05 serves cp).
+bool alpha_given(const po::variables_map& vm) {
+  return vm.count("alpha") > 0 && !vm["alpha"].defaulted();
+}
+
+int hb(const po::variables_map& vm, bool json) {
+  const double mean = required<double>(vm, "mean", "hb");
+  if (!(mean >= 0 && mean <= 1)) {
+    std::ostringstream msg;
+    msg << "stats hb: --mean (the mean loss r_hat) must lie in [0, 1] (got " << mean << ")";
+    throw InputError(msg.str());
+  }
+  const auto n = positive_n(vm, "hb");
+  if (!alpha_given(vm)) throw InputError("stats hb: --alpha is required");
+  const double alpha = open_unit(vm, "alpha", "hb");
+  const double p = stats::hoeffding_bentkus_p_value(mean, n, alpha);
+  const double p_h = stats::hoeffding_p_value(mean, n, alpha);
+  const double p_b = stats::bentkus_p_value(mean, n, alpha);
+  if (json) {
+    std::cout << nlohmann::json({{"mean", mean},
+                                 {"n", n},
+                                 {"alpha", alpha},
+                                 {"p_value", p},
+                                 {"hoeffding", p_h},
+                                 {"bentkus", p_b}})
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "r_hat = " << general(mean) << ", n = " << n << ", alpha = " << general(alpha)
+            << "   (H0: E[loss] > alpha, losses in [0, 1]; Learn then Test p^HB)\n"
+            << "Hoeffding   exp(-n h1(min(r_hat, alpha), alpha)) = " << general(p_h)
+            << "\nBentkus     e P{Bin(n, alpha) <= ceil(n r_hat)}   = " << general(p_b)
+            << "\np-value     " << general(p) << "\n";
+  return 0;
+}
+
+// A loss in [0, 1] from `text`, or an InputError naming `where` (a file line or a list entry).
+double parse_loss(const std::string& raw, const std::string& where) {
+  const auto first = raw.find_first_not_of(" \t");
+  const std::string text =
+      first == std::string::npos ? "" : raw.substr(first, raw.find_last_not_of(" \t") - first + 1);
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(v)) {
+    throw InputError("stats wsr: " + where + ": '" + text + "' is not a number");
+  }
+  if (v < 0 || v > 1) {
+    throw InputError("stats wsr: " + where + ": loss " + text + " is outside [0, 1]");
+  }
+  return v;
+}
+
+// --losses FILE (one loss per line; blank lines skipped) or --losses-list L1,L2,...
+std::vector<double> read_losses(const po::variables_map& vm) {
+  const bool file = vm.count("losses") > 0;
+  const bool list = vm.count("losses-list") > 0;
+  if (file == list) {
+    throw InputError("stats wsr: give exactly one of --losses FILE and --losses-list L1,L2,...");
+  }
+  std::vector<double> losses;
+  if (list) {
+    int j = 0;
+    for (const auto& field : split_commas(vm["losses-list"].as<std::string>())) {
+      ++j;
+      losses.push_back(parse_loss(field, "--losses-list entry " + std::to_string(j)));
+    }
+    if (losses.empty()) throw InputError("stats wsr: --losses-list lists no losses");
+    return losses;
+  }
+  const auto path = vm["losses"].as<std::string>();
+  std::ifstream in(path);
+  if (!in) throw InputError("stats wsr: --losses " + path + ": cannot be read");
+  std::string line;
+  std::size_t line_number = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    losses.push_back(parse_loss(line, path + ":" + std::to_string(line_number)));
+  }
+  if (losses.empty()) throw InputError("stats wsr: --losses " + path + ": no losses");
+  return losses;
+}
+
+int wsr(const po::variables_map& vm, bool json) {
+  const auto losses = read_losses(vm);
+  const double delta = open_unit(vm, "delta", "wsr");
+  const double mean = stats::mean_loss(losses, "stats wsr: losses");
+  const double upper = stats::wsr_upper_bound(losses, delta);
+  nlohmann::json out = {
+      {"n", losses.size()}, {"mean", mean}, {"delta", delta}, {"upper_bound", upper}};
+  std::optional<double> p;
+  double alpha = 0;
+  if (alpha_given(vm)) {
+    alpha = open_unit(vm, "alpha", "wsr");
+    p = stats::wsr_p_value(losses, alpha, delta);
+    out["alpha"] = alpha;
+    out["p_value"] = *p;
+    out["bet_delta"] = delta;
+  }
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "n = " << losses.size() << " losses, mean = " << fixed(mean, 6)
+            << ", delta = " << general(delta)
+            << "   (Waudby-Smith-Ramdas betting, predictable plug-in bets, in the given order)\n"
+            << "upper bound (1 - delta)   " << fixed(upper, 6) << "\n";
+  if (p) {
+    std::cout << "p-value of E[loss] >= " << general(alpha) << "   " << general(*p)
+              << "   (1 / max_t capital, bets tuned at delta; p <= delta iff bound <= alpha)\n";
+  }
+  return 0;
+}
+
+int power(const po::variables_map& vm, bool json) {
+  const auto n = positive_n(vm, "power");
+  const double eps = open_unit(vm, "epsilon", "power");
+  const double delta = open_unit(vm, "delta", "power");
+  const double rate = open_unit(vm, "rate", "power");
+  const auto k = stats::max_certifiable_violations(n, eps, delta);
+  const double p = stats::certification_power(n, eps, delta, rate);
+  if (json) {
+    std::cout << nlohmann::json({{"n", n},
+                                 {"epsilon", eps},
+                                 {"delta", delta},
+                                 {"rate", rate},
+                                 {"k_star", k < 0 ? nlohmann::json(nullptr) : nlohmann::json(k)},
+                                 {"power", p}})
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "n = " << n << ", epsilon = " << general(eps) << ", delta = " << general(delta)
+            << ", true violation rate = " << general(rate)
+            << "   (certify iff K <= K*; power = P{Bin(n, rate) <= K*})\n"
+            << "K*        "
+            << (k < 0 ? std::string("none: nothing is certifiable") : std::to_string(k))
+            << "\npower     " << fixed(p, 6) << "\n";
+  return 0;
+}
+
+int sample_size(const po::variables_map& vm, bool json) {
+  const double eps = open_unit(vm, "epsilon", "sample-size");
+  const double delta = open_unit(vm, "delta", "sample-size");
+  const double rate = open_unit(vm, "rate", "sample-size");
+  const double target = open_unit(vm, "power", "sample-size");
+  if (rate >= eps) {
+    std::ostringstream msg;
+    msg << "stats sample-size: --rate must be below --epsilon (got rate " << rate << ", epsilon "
+        << eps << "): at rate >= epsilon the certification probability never "
+        << "exceeds delta";
+    throw InputError(msg.str());
+  }
+  const auto n_max = vm["n-max"].as<std::int64_t>();
+  if (n_max < 1 || n_max > stats::kMaxSampleSizeSearch) {
+    throw InputError("stats sample-size: --n-max must lie in [1, " +
+                     std::to_string(stats::kMaxSampleSizeSearch) + "] (got " +
+                     std::to_string(n_max) + ")");
+  }
+  const auto s = stats::certification_sample_size(eps, delta, rate, target, n_max);
+  const auto or_null = [](bool present, auto v) {
+    return present ? nlohmann::json(v) : nlohmann::json(nullptr);
+  };
+  if (json) {
+    std::cout << nlohmann::json({{"epsilon", eps},
+                                 {"delta", delta},
+                                 {"rate", rate},
+                                 {"target_power", target},
+                                 {"n_max", n_max},
+                                 {"found", s.found},
+                                 {"n", or_null(s.found, s.n)},
+                                 {"power", or_null(s.found, s.power)},
+                                 {"k_star", or_null(s.found, s.k_star)},
+                                 {"stable_n", or_null(s.stable_n > 0, s.stable_n)},
+                                 {"stable_power", or_null(s.stable_n > 0, s.stable_power)},
+                                 {"stable_k_star", or_null(s.stable_n > 0, s.stable_k_star)},
+                                 {"power_at_n_max", s.power_at_n_max}})
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << "epsilon = " << general(eps) << ", delta = " << general(delta)
+            << ", true violation rate = " << general(rate) << ", target power = " << general(target)
+            << "   (searched n = 1.." << n_max << ")\n";
+  if (!s.found) {
+    std::cout << "not reached: power at n = " << n_max << " is " << fixed(s.power_at_n_max, 6)
+              << " (raise --n-max)\n";
+    return 0;
+  }
+  std::cout << "n         " << s.n << "   (smallest n with power >= target)\npower     "
+            << fixed(s.power, 6) << "\nK*        " << s.k_star << "\n";
+  if (s.stable_n > 0) {
+    std::cout << "stable n  " << s.stable_n << "   (power >= target for every n from here to "
+              << n_max << "; power " << fixed(s.stable_power, 6) << ", K* " << s.stable_k_star
+              << ")\n";
+  } else {
+    std::cout << "stable n  none up to " << n_max << " (power at n-max "
+              << fixed(s.power_at_n_max, 6) << ")\n";
+  }
+  std::cout << "(power is a saw-tooth in n: K* grows by whole steps, so a few more requests can "
+               "lower it)\n";
+  return 0;
+}
+
 }  // namespace
 
 Command stats_command() {
   Command c;
   c.name = "stats";
-  c.summary = "a calculator for certification and interval claims (kmax, certify, cp, bootstrap)";
+  c.summary =
+      "a calculator for certification and interval claims (kmax, certify, cp, bootstrap, hb, wsr, "
+      "power, sample-size)";
   c.usage =
       "kvaudit stats kmax --n N --epsilon E --delta D\n"
       "       kvaudit stats certify --n N --epsilon E --delta D --violations K1,K2,...\n"
       "       kvaudit stats cp --x X --n N [--alpha A] [--m M] | [--match LOW,HIGH [--max-m M]]\n"
-      "       kvaudit stats bootstrap --a FILE --b FILE [--resamples B] [--seed S]";
+      "       kvaudit stats bootstrap --a FILE --b FILE [--resamples B] [--seed S]\n"
+      "       kvaudit stats hb --mean R --n N --alpha A\n"
+      "       kvaudit stats wsr --losses FILE | --losses-list L1,L2,... --delta D [--alpha A]\n"
+      "       kvaudit stats power --n N --epsilon E --delta D --rate R\n"
+      "       kvaudit stats sample-size --epsilon E --delta D --rate R --power P [--n-max N]";
   c.options = [](po::options_description& d, po::positional_options_description& p) {
     d.add_options()("calculation", po::value<std::string>()->required(),
-                    "kmax, certify, cp or bootstrap")("n", po::value<std::int64_t>(),
-                                                      "calibration requests / trials")(
+                    "kmax, certify, cp, bootstrap, hb, wsr, power or sample-size")(
+        "n", po::value<std::int64_t>(), "calibration requests / trials")(
         "epsilon", po::value<double>(), "maximum violation rate, in (0, 1)")(
         "delta", po::value<double>(), "error budget, in (0, 1)")(
         "violations", po::value<std::string>(), "K_1,K_2,... in the preregistered order")(
@@ -391,7 +617,14 @@ Command stats_command() {
         "b", po::value<std::string>(), "per-instance scores of arm b, paired with a")(
         "resamples", po::value<std::int64_t>()->default_value(50000), "bootstrap replicates B")(
         "seed", po::value<std::string>()->default_value("0"),
-        "Philox key, an integer in [0, 2^64 - 1]")("json", "print one JSON object");
+        "Philox key, an integer in [0, 2^64 - 1]")("mean", po::value<double>(),
+                                                   "hb: mean loss r_hat, in [0, 1]")(
+        "losses", po::value<std::string>(), "wsr: file of losses in [0, 1], one per line")(
+        "losses-list", po::value<std::string>(), "wsr: L1,L2,... losses in [0, 1]")(
+        "rate", po::value<double>(), "power, sample-size: true violation rate, in (0, 1)")(
+        "power", po::value<double>(), "sample-size: target power, in (0, 1)")(
+        "n-max", po::value<std::int64_t>()->default_value(100000),
+        "sample-size: largest n searched")("json", "print one JSON object");
     p.add("calculation", 1);
   };
   c.body = [](const po::variables_map& vm) -> int {
@@ -401,8 +634,12 @@ Command stats_command() {
     if (what == "certify") return certify(vm, json);
     if (what == "cp") return cp(vm, json);
     if (what == "bootstrap") return bootstrap(vm, json);
+    if (what == "hb") return hb(vm, json);
+    if (what == "wsr") return wsr(vm, json);
+    if (what == "power") return power(vm, json);
+    if (what == "sample-size") return sample_size(vm, json);
     throw InputError("stats: unknown calculation '" + what +
-                     "' (expected kmax, certify, cp or bootstrap)");
+                     "' (expected kmax, certify, cp, bootstrap, hb, wsr, power or sample-size)");
   };
   return c;
 }

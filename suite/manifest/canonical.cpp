@@ -48,18 +48,28 @@ json canonical_benchmark_identity(const Benchmark& b) {
 }
 
 json canonical_certification(const Certification& c) {
-  return json{{"name", c.name},
-              {"grid", c.grid},
-              {"benchmark", c.benchmark},
-              {"method", c.method},
-              {"protocol", c.protocol},
-              {"backend", c.backend},
-              {"candidates", c.candidates},
-              {"tau", c.tau},
-              {"epsilon", c.epsilon},
-              {"delta", c.delta},
-              {"calibration", c.calibration},
-              {"test", c.test}};
+  json j{{"name", c.name},
+         {"grid", c.grid},
+         {"benchmark", c.benchmark},
+         {"method", c.method},
+         {"protocol", c.protocol},
+         {"backend", c.backend},
+         {"candidates", c.candidates},
+         {"tau", c.tau},
+         {"epsilon", c.epsilon},
+         {"delta", c.delta},
+         {"calibration", c.calibration},
+         {"test", c.test}};
+  // The contract kind, each field only when it differs from the original contract, so that the
+  // hash of every manifest without these keys is what it was before they existed.
+  if (c.risks != std::vector<std::string>{"violation"}) j["risks"] = c.risks;
+  if (c.has_risk("mean_loss")) j["bound"] = c.bound;
+  if (c.has_risk("mean_loss") && c.has_risk("violation")) j["loss_epsilon"] = c.loss_epsilon;
+  if (c.procedure != "fixed_sequence") j["procedure"] = c.procedure;
+  if (c.procedure == "fixed_sequence_multistart") j["starts"] = c.starts;
+  if (c.per_task) j["per_task"] = true;
+  if (c.sequential) j["sequential"] = true;
+  return j;
 }
 
 json canonical_json(const Manifest& m) {

@@ -98,7 +98,29 @@ struct Certification {
   double delta = 0;
   std::int64_t calibration = 0;  // instances per task
   std::int64_t test = 0;         // instances per task
+  // The contract's kind (docs/MANIFEST.md §[[certification]]). The defaults are the original
+  // contract (one violation risk, fixed sequence, aggregate over the tasks) and are left out of
+  // the canonical form, so a manifest without these keys keeps its hash.
+  std::vector<std::string> risks = {
+      "violation"};         // certified jointly; in kCertificationRisks order
+  std::string bound{};      // mean-loss bound (kLossBounds); "" when mean_loss is not a risk
+  double loss_epsilon = 0;  // level of the mean loss (= epsilon unless both risks are certified)
+  std::string procedure = "fixed_sequence";  // kCertificationProcedures
+  std::int64_t starts = 0;  // start points of fixed_sequence_multistart; 0 otherwise
+  bool per_task = false;    // every task's risk ≤ its level (intersection–union over the tasks)
+  bool sequential = false;  // anytime-valid sequential calibration
   SourcePos pos;
+
+  bool has_risk(const std::string& risk) const {
+    for (const auto& r : risks)
+      if (r == risk) return true;
+    return false;
+  }
+  // True when every contract-kind field has its default (the original contract).
+  bool default_contract() const {
+    return risks == std::vector<std::string>{"violation"} && procedure == "fixed_sequence" &&
+           !per_task && !sequential;
+  }
 };
 
 struct Family {
@@ -157,6 +179,12 @@ inline constexpr const char* kChatTemplates[] = {
 inline constexpr const char* kDtypes[] = {"bf16", "f16", "f32"};
 inline constexpr const char* kAnalyses[] = {"accuracy", "backend_confound", "baseline_wins",
                                             "certification_task_risk", "protocol_gap"};
+// Certification contract kinds. kCertificationProcedures spells statistics/multiple_testing.h's
+// TestingProcedure names.
+inline constexpr const char* kCertificationRisks[] = {"violation", "mean_loss"};
+inline constexpr const char* kLossBounds[] = {"hoeffding_bentkus", "wsr"};
+inline constexpr const char* kCertificationProcedures[] = {
+    "fixed_sequence", "fixed_sequence_multistart", "bonferroni", "holm"};
 inline constexpr const char* kDimensions[] = {"backend", "benchmark", "budget", "method",
                                               "model",   "protocol",  "task"};
 

@@ -834,11 +834,19 @@ class Parser {
       if (proto) c.protocol = *proto;
       if (back) c.backend = *back;
       candidates(f, grid, meth ? m_.find_method(*meth) : nullptr, c);
-      if (auto v = f.real("tau", true)) {
-        if (!(*v > 0 && *v <= 1))
-          diag_.error(pos_of(*t->get("tau")), f.field("tau"),
-                      format_number(*v) + " is outside (0, 1] (utilities lie in [0, 1])");
-        c.tau = *v;
+      const bool risks_ok = risks(f, *t, c);
+      // When the risks are in error, tau is checked but not required (no follow-on errors).
+      if (!risks_ok || c.has_risk("violation")) {
+        if (auto v = f.real("tau", risks_ok)) {
+          if (!(*v > 0 && *v <= 1))
+            diag_.error(pos_of(*t->get("tau")), f.field("tau"),
+                        format_number(*v) + " is outside (0, 1] (utilities lie in [0, 1])");
+          c.tau = *v;
+        }
+      } else if (const toml::node* n = f.get("tau", false)) {
+        diag_.error(pos_of(*n), f.field("tau"),
+                    "tau defines the violation risk, which this block does not certify (risks: " +
+                        join(c.risks) + "); remove it");
       }
       for (const char* key : {"epsilon", "delta"}) {
         if (auto v = f.real(key, true)) {
@@ -871,10 +879,133 @@ class Parser {
                           "'; a benchmark's instances are split once");
         }
       }
+      contract_kind(f, *t, c, risks_ok);
       f.finish(
           "name, grid, benchmark, method, protocol, attention_backend, candidates, tau, epsilon, "
-          "delta, calibration, test");
+          "delta, calibration, test, risk, risks, bound, loss_epsilon, procedure, starts, "
+          "per_task, sequential");
       m_.certifications.push_back(std::move(c));
+    }
+  }
+
+  // `risk = "R"` or `risks = ["R", ...]` (certified jointly), stored in kCertificationRisks
+  // order. Returns false when neither could be read (the block is already in error).
+  bool risks(Fields& f, const toml::table& t, Certification& c) {
+    const toml::node* single = t.get("risk");
+    const toml::node* list = t.get("risks");
+    if (single && list) {
+      f.get("risk", false);
+      f.get("risks", false);
+      diag_.error(pos_of(*list), f.field("risks"),
+                  "give either risk (one risk) or risks (several, certified jointly), not both");
+      return false;
+    }
+    std::vector<std::string> chosen;
+    if (single) {
+      auto v = f.choice("risk", false, kCertificationRisks, "risk");
+      if (!v) return false;
+      chosen = {*v};
+    } else if (list) {
+      auto v = f.string_set("risks", false, "risk",
+                            [&](const std::string& r, SourcePos p, const std::string& where) {
+                              return member(r, p, where, kCertificationRisks, "risk");
+                            });
+      if (!v) return false;
+      chosen = *v;
+    } else {
+      return true;  // the default: {"violation"}
+    }
+    c.risks.clear();
+    for (const char* r : kCertificationRisks)
+      if (std::find(chosen.begin(), chosen.end(), r) != chosen.end()) c.risks.push_back(r);
+    return true;
+  }
+
+  // bound, loss_epsilon, procedure, starts, per_task, sequential (after candidates, risks and
+  // epsilon).
+  void contract_kind(Fields& f, const toml::table& t, Certification& c, bool risks_ok) {
+    if (!risks_ok) {  // bound and loss_epsilon depend on the risks: no follow-on errors
+      f.get("bound", false);
+      f.get("loss_epsilon", false);
+    }
+    const bool mean_loss = c.has_risk("mean_loss");
+    const bool joint = mean_loss && c.has_risk("violation");
+    if (mean_loss) {
+      c.bound = "hoeffding_bentkus";
+      if (auto v = f.choice("bound", false, kLossBounds, "mean-loss bound")) c.bound = *v;
+    } else if (const toml::node* n = f.get("bound", false); n && risks_ok) {
+      diag_.error(
+          pos_of(*n), f.field("bound"),
+          "a bound applies to the mean_loss risk only (this block's risks: " + join(c.risks) +
+              "; allowed bounds with risk = \"mean_loss\": " +
+              join(std::vector<std::string>(std::begin(kLossBounds), std::end(kLossBounds))) + ")");
+    }
+    if (mean_loss) c.loss_epsilon = c.epsilon;
+    if (joint) {
+      if (auto v = f.real("loss_epsilon", false)) {
+        if (!(*v > 0 && *v < 1))
+          diag_.error(pos_of(*t.get("loss_epsilon")), f.field("loss_epsilon"),
+                      format_number(*v) + " is outside (0, 1)");
+        c.loss_epsilon = *v;
+      }
+    } else if (const toml::node* n = f.get("loss_epsilon", false); n && risks_ok) {
+      diag_.error(pos_of(*n), f.field("loss_epsilon"),
+                  mean_loss ? std::string("with mean_loss as the only risk its level is epsilon; "
+                                          "loss_epsilon is for risks = [\"violation\", "
+                                          "\"mean_loss\"]")
+                            : "loss_epsilon is the level of the mean_loss risk, which this block "
+                              "does not certify (risks: " +
+                                  join(c.risks) + ")");
+    }
+    bool procedure_known = true;
+    if (auto v = f.choice("procedure", false, kCertificationProcedures, "procedure"))
+      c.procedure = *v;
+    else if (t.get("procedure"))
+      procedure_known = false;  // in error: starts is not judged against it
+    const std::int64_t candidates = static_cast<std::int64_t>(c.candidates.size());
+    if (c.procedure == "fixed_sequence_multistart") {
+      if (auto v = f.integer("starts", true, std::numeric_limits<std::int64_t>::min(),
+                             std::numeric_limits<std::int64_t>::max())) {
+        if (*v < 1 || (candidates > 0 && *v > candidates))
+          diag_.error(pos_of(*t.get("starts")), f.field("starts"),
+                      std::to_string(*v) + " start points is outside [1, " +
+                          (candidates > 0 ? std::to_string(candidates) + "] (the block's " +
+                                                std::to_string(candidates) + " candidates)"
+                                          : std::string("number of candidates]")));
+        else
+          c.starts = *v;
+      }
+    } else if (const toml::node* n = f.get("starts", false); n && procedure_known) {
+      diag_.error(pos_of(*n), f.field("starts"),
+                  "starts applies to procedure = \"fixed_sequence_multistart\" only (this "
+                  "block's procedure: " +
+                      c.procedure + ")");
+    }
+    for (const char* key : {"per_task", "sequential"}) {
+      const toml::node* n = f.get(key, false);
+      if (!n) continue;
+      if (!n->is_boolean()) {
+        diag_.error(pos_of(*n), f.field(key), "expected true or false, found " + type_phrase(*n));
+        continue;
+      }
+      (std::string(key) == "per_task" ? c.per_task : c.sequential) = n->as_boolean()->get();
+    }
+    // The anytime-valid test certifies one aggregate risk along a fixed sequence
+    // (docs/design/sequential.md); other contracts would be replayed under the wrong rule.
+    if (c.sequential && risks_ok && procedure_known) {
+      std::string why;
+      if (joint)
+        why = "a joint certificate of two risks";
+      else if (c.per_task)
+        why = "per_task = true";
+      else if (c.procedure != "fixed_sequence")
+        why = "procedure = \"" + c.procedure + "\"";
+      if (!why.empty()) {
+        diag_.error(pos_of(*t.get("sequential")), f.field("sequential"),
+                    "sequential calibration certifies one aggregate risk along the fixed sequence; "
+                    "it cannot be combined with " +
+                        why);
+      }
     }
   }
 

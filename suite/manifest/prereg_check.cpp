@@ -120,7 +120,25 @@ class LockVerifier {
       const json& models = typed(list[i], where, "models", json::value_t::array);
       for (std::size_t k = 0; k < models.size(); ++k)
         check_type(models[k], where + ".models[" + std::to_string(k) + "]", json::value_t::string);
+      contract_kind(list[i], where);
     }
+  }
+
+  // The contract-kind fields, present only when they differ from the original contract.
+  void contract_kind(const json& contract, const std::string& where) const {
+    if (contract.contains("risks")) {
+      const json& risks = typed(contract, where, "risks", json::value_t::array);
+      for (std::size_t k = 0; k < risks.size(); ++k)
+        check_type(risks[k], where + ".risks[" + std::to_string(k) + "]", json::value_t::string);
+    }
+    for (const char* key : {"bound", "procedure"})
+      if (contract.contains(key)) typed(contract, where, key, json::value_t::string);
+    if (contract.contains("loss_epsilon"))
+      typed(contract, where, "loss_epsilon", json::value_t::number_float);
+    if (contract.contains("starts"))
+      typed(contract, where, "starts", json::value_t::number_unsigned);
+    for (const char* key : {"per_task", "sequential"})
+      if (contract.contains(key)) typed(contract, where, key, json::value_t::boolean);
   }
 
   void splits() const {

@@ -43,7 +43,103 @@ struct Request {
 
 Value finite(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
 
+std::string risks_text(const manifest::Certification& block) {
+  std::string s;
+  for (const auto& r : block.risks) s += (s.empty() ? "" : "+") + r;
+  return s;
+}
+
+std::string guarantee_text(const manifest::Certification& block) {
+  return block.per_task ? "per task" : "aggregate";
+}
+
+std::string sequential_decision_text(const SequentialCandidateReport& c) {
+  std::string s = stats::sequential_decision_name(c.decision);
+  if (c.stopped_early) s += " (stopped early)";
+  return s;
+}
+
+// Sequential calibration of a `sequential = true` block (sequential_calibration.h): every planned
+// calibration request in the canonical (task, instance) order; an excluded full-KV cell leaves n,
+// a missing or failed cell is loss 1. The loss is the violation indicator at ε, or, for a block
+// without the violation risk, clip(U_full − U, 0, 1) at the mean-loss level.
+SequentialCalibrationResult replay_sequential(
+    const manifest::Manifest& m, const manifest::Certification& block,
+    const stats::ContractKind& kind, const std::vector<Request>& calibration,
+    const std::vector<std::string>& ids, const AnalysisContext& ctx, std::int16_t method,
+    const std::vector<std::uint16_t>& budgets, std::uint16_t none, std::uint8_t protocol) {
+  const StudyFrame& f = ctx.frame;
+  SequentialCalibrationInput in;
+  in.block = block.name;
+  in.seed = m.study.seed;
+  in.epsilon = kind.violation ? block.epsilon : block.loss_epsilon;
+  in.delta = block.delta;
+  in.candidates.resize(budgets.size());
+  for (std::size_t j = 0; j < budgets.size(); ++j) in.candidates[j].id = ids[j];
+  for (const Request& rq : calibration) {
+    const FrameCell& full = f.cells[*ctx.lookup.cell(rq.unit, -1, none, protocol)];
+    in.excluded.push_back(full.state == CellState::excluded ? 1 : 0);
+    for (std::size_t j = 0; j < budgets.size(); ++j) {
+      const auto ci = ctx.lookup.cell(rq.unit, method, budgets[j], protocol);
+      const FrameCell* cand = ci ? &f.cells[*ci] : nullptr;
+      const bool ok =
+          cand != nullptr && full.state == CellState::ok && cand->state == CellState::ok;
+      double loss = 1;
+      if (ok) {
+        const double d = full.score - cand->score;
+        loss = kind.violation ? (d > block.tau ? 1.0 : 0.0) : std::clamp(d, 0.0, 1.0);
+      }
+      in.candidates[j].losses.push_back(loss);
+      in.candidates[j].missing.push_back(ok || full.state == CellState::excluded ? 0 : 1);
+    }
+  }
+  return replay_sequential_calibration(in);
+}
+
+// The calibration cells a sequential run did not need (CertificationRun::sequential_skipped):
+// walking the preregistered order over the requests not excluded, candidate j's missing cells
+// after its first requests_used requests, and the missing full-KV cells after the largest
+// requests_used.
+std::vector<std::size_t> sequentially_skipped(const SequentialCalibrationResult& seq,
+                                              const std::vector<Request>& calibration,
+                                              const AnalysisContext& ctx, std::int16_t method,
+                                              const std::vector<std::uint16_t>& budgets,
+                                              std::uint16_t none, std::uint8_t protocol) {
+  const StudyFrame& f = ctx.frame;
+  std::vector<std::size_t> out;
+  std::int64_t longest = 0;
+  for (const auto& c : seq.candidates) longest = std::max(longest, c.requests_used);
+  std::int64_t seen = 0;  // requests not excluded so far, along the order
+  for (const std::size_t r : seq.order) {
+    if (r >= calibration.size()) continue;
+    const auto full = ctx.lookup.cell(calibration[r].unit, -1, none, protocol);
+    if (!full || f.cells[*full].state == CellState::excluded) continue;
+    ++seen;
+    for (std::size_t j = 0; j < budgets.size() && j < seq.candidates.size(); ++j) {
+      if (seen <= seq.candidates[j].requests_used) continue;
+      const auto ci = ctx.lookup.cell(calibration[r].unit, method, budgets[j], protocol);
+      if (ci && f.cells[*ci].state == CellState::missing) out.push_back(*ci);
+    }
+    if (seen > longest && f.cells[*full].state == CellState::missing) out.push_back(*full);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
+
+stats::ContractKind contract_kind(const manifest::Certification& block) {
+  stats::ContractKind kind;
+  kind.violation = block.has_risk("violation");
+  kind.mean_loss = block.has_risk("mean_loss");
+  kind.bound = block.bound == "wsr" ? stats::LossBound::wsr : stats::LossBound::hoeffding_bentkus;
+  kind.loss_epsilon = block.loss_epsilon;
+  kind.procedure = stats::parse_testing_procedure(
+      block.procedure, "certification block " + block.name + " procedure");
+  kind.starts = block.starts > 0 ? static_cast<std::size_t>(block.starts) : 1;
+  kind.per_task = block.per_task;
+  return kind;
+}
 
 Certification compute_certification(const AnalysisContext& ctx) {
   const StudyFrame& f = ctx.frame;
@@ -126,6 +222,9 @@ Certification compute_certification(const AnalysisContext& ctx) {
       input.task_alpha = out.task_family.alpha;
       input.task_family_name =
           out.per_block_family ? "certification_task_risk:" + block.name : out.task_family.name;
+      input.kind = contract_kind(block);
+      const bool kinds = !input.kind.is_default();
+      if (!block.default_contract()) out.contract_kinds = true;
       input.candidates.resize(block.candidates.size());
       for (std::size_t j = 0; j < block.candidates.size(); ++j)
         input.candidates[j].id = run.candidate_ids[j];
@@ -143,8 +242,10 @@ Certification compute_certification(const AnalysisContext& ctx) {
           const auto ci = ctx.lookup.cell(rq.unit, method, budgets[j], protocol);
           const FrameCell* cand = ci ? &f.cells[*ci] : nullptr;
           std::uint8_t v = 1;
+          double loss = 1;  // the worst case when a cell is missing or failed
           if (cand != nullptr && full.state == CellState::ok && cand->state == CellState::ok) {
             v = (full.score - cand->score > block.tau) ? 1 : 0;
+            loss = std::clamp(full.score - cand->score, 0.0, 1.0);
             if (is_calibration && std::isfinite(cand->realised_retention)) {
               realised_sum[j] += cand->realised_retention;
               ++realised_n[j];
@@ -156,8 +257,13 @@ Certification compute_certification(const AnalysisContext& ctx) {
           (is_calibration ? input.candidates[j].calibration_violations
                           : input.candidates[j].test_violations)
               .push_back(v);
+          if (input.kind.mean_loss)
+            (is_calibration ? input.candidates[j].calibration_losses
+                            : input.candidates[j].test_losses)
+                .push_back(loss);
         }
         if (!is_calibration) input.test_tasks.push_back(f.tasks[rq.task].name);
+        if (is_calibration && kinds) input.calibration_tasks.push_back(f.tasks[rq.task].name);
       };
       for (const auto& rq : calibration) add_request(rq, true);
       for (const auto& rq : test) add_request(rq, false);
@@ -178,6 +284,13 @@ Certification compute_certification(const AnalysisContext& ctx) {
         std::int64_t tv = 0;
         for (auto x : input.candidates[j].test_violations) tv += x;
         run.test_violations.push_back(tv);
+        if (input.kind.mean_loss) {
+          const auto& tl = input.candidates[j].test_losses;
+          double sum = 0;
+          for (double x : tl) sum += x;
+          run.test_mean_loss.push_back(tl.empty() ? std::nan("")
+                                                  : sum / static_cast<double>(tl.size()));
+        }
       }
 
       if (input.candidates.empty() || input.candidates[0].calibration_violations.empty()) {
@@ -188,6 +301,12 @@ Certification compute_certification(const AnalysisContext& ctx) {
       }
       run.result = stats::certify(input);
       run.computed = true;
+      if (block.sequential) {
+        run.sequential = replay_sequential(m, block, input.kind, calibration, run.candidate_ids,
+                                           ctx, method, budgets, none, protocol);
+        run.sequential_skipped = sequentially_skipped(*run.sequential, calibration, ctx, method,
+                                                      budgets, none, protocol);
+      }
       if (run.result.selected_test) {
         if (out.per_block_family) {
           run.task_risk = run.result.selected_test->per_task;
@@ -213,6 +332,7 @@ Certification compute_certification(const AnalysisContext& ctx) {
 std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certification& cert) {
   const manifest::Manifest& m = ctx.frame.manifest();
   std::vector<Table> out;
+  const bool kinds = cert.contract_kinds;  // the contract-kind columns (none in older studies)
   {
     Table t;
     t.id = "certification";
@@ -230,6 +350,14 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
     t.add_column("tau", ColumnType::real, 2, true, "τ");
     t.add_column("epsilon", ColumnType::real, 3, true, "ε");
     t.add_column("delta", ColumnType::real, 3, true, "δ");
+    if (kinds) {
+      t.add_column("risks", ColumnType::text);
+      t.add_column("bound", ColumnType::text, 0, false);
+      t.add_column("loss_epsilon", ColumnType::real, 3, true, "ε_L");
+      t.add_column("procedure", ColumnType::text);
+      t.add_column("starts", ColumnType::integer, 0, false);
+      t.add_column("guarantee", ColumnType::text);
+    }
     t.add_column("n", ColumnType::integer);
     t.add_column("violation_cap", ColumnType::integer, 0, false);
     t.add_column("k_star", ColumnType::integer, 0, true, "K*");
@@ -242,20 +370,57 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
     t.add_column("test_risk", ColumnType::real, 4, true, "test risk");
     t.add_column("plug_in_test_risk", ColumnType::real, 4, true, "plug-in test");
     t.add_column("tasks_flagged", ColumnType::integer, 0, true, "tasks > ε");
+    if (kinds) {
+      t.add_column("selected_mean_loss", ColumnType::real, 4, true, "cal. loss sel.");
+      t.add_column("test_mean_loss", ColumnType::real, 4, true, "test loss");
+      t.add_column("plug_in_test_mean_loss", ColumnType::real, 4, false);
+      t.add_column("sequential_selected", ColumnType::text, 0, true, "sequential");
+      t.add_column("sequential_requests", ColumnType::integer, 0, false);
+      t.add_column("compute_saved", ColumnType::real, 3, true, "saved");
+    }
     t.add_column("calibration_excluded", ColumnType::integer, 0, false);
     t.add_column("calibration_imputed", ColumnType::integer, 0, false);
     t.add_column("note", ColumnType::text, 0, false);
     t.partial_column = static_cast<int>(t.add_column("partial", ColumnType::flag, 0, false));
     for (const auto& run : cert.runs) {
       const auto& block = m.certifications[run.block];
-      std::vector<Value> row{block.name, ctx.label(Dim::model, run.model),
-                             run.method, run.benchmark,
-                             block.tau,  block.epsilon,
+      // Columns of the violation risk are empty for a block that does not certify it.
+      const bool violation = block.has_risk("violation");
+      const auto v = [&](Value x) { return violation ? x : Value{}; };
+      std::vector<Value> row{block.name,   ctx.label(Dim::model, run.model),
+                             run.method,   run.benchmark,
+                             v(block.tau), block.epsilon,
                              block.delta};
+      if (kinds)
+        row.insert(row.end(), {risks_text(block), block.bound,
+                               block.has_risk("mean_loss") ? Value{block.loss_epsilon} : Value{},
+                               block.procedure, block.starts > 0 ? Value{block.starts} : Value{},
+                               guarantee_text(block)});
+      const auto kind_results = [&](std::vector<Value>& r_) {
+        if (!kinds) return;
+        const auto& r = run.result;
+        const bool loss = block.has_risk("mean_loss") && run.computed;
+        const auto& st = r.selected_test;
+        const auto& pt = r.plug_in_test;
+        r_.push_back(loss ? Value{r.selected ? r.candidates[*r.selected].mean_loss : 0.0}
+                          : Value{});
+        r_.push_back(loss && st ? finite(st->mean_loss) : Value{});
+        r_.push_back(loss && pt ? finite(pt->mean_loss) : Value{});
+        if (run.sequential) {
+          std::int64_t used = 0;
+          for (const auto& c : run.sequential->candidates) used += c.requests_used;
+          r_.insert(r_.end(),
+                    {run.sequential->selected_policy, used, run.sequential->fraction_saved()});
+        } else {
+          r_.insert(r_.end(), {Value{}, Value{}, Value{}});
+        }
+      };
       if (!run.computed) {
-        row.insert(row.end(), {std::int64_t{0}, Value{}, Value{}, Value{}, std::string("—"),
-                               Value{}, std::string("—"), Value{}, Value{}, Value{}, Value{},
-                               Value{}, Value{}, run.calibration_excluded, run.calibration_imputed,
+        row.insert(row.end(),
+                   {std::int64_t{0}, Value{}, Value{}, Value{}, std::string("—"), Value{},
+                    std::string("—"), Value{}, Value{}, Value{}, Value{}, Value{}});
+        kind_results(row);
+        row.insert(row.end(), {run.calibration_excluded, run.calibration_imputed,
                                run.not_computed_reason, run.partial});
         t.rows.push_back(std::move(row));
         continue;
@@ -266,16 +431,21 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
       const std::int64_t selected_k = r.selected ? r.candidates[*r.selected].violations : 0;
       const auto& st = r.selected_test;
       const auto& pt = r.plug_in_test;
+      // K* and the cap are the aggregate violation test's; not applicable per task.
+      const auto agg = [&](Value x) { return violation && !block.per_task ? x : Value{}; };
+      row.insert(
+          row.end(),
+          {r.n, agg(r.violation_cap), agg(r.k_star), certified, r.selected_policy, v(selected_k),
+           r.plug_in_policy, st ? Value{st->requests} : Value{},
+           v(st ? Value{st->violations} : Value{}), v(st ? Value{st->empirical_risk} : Value{}),
+           v(pt ? Value{pt->empirical_risk} : Value{}),
+           v(st ? Value{static_cast<std::int64_t>(std::count_if(
+                      run.task_risk.begin(), run.task_risk.end(),
+                      [](const stats::TaskRisk& x) { return x.lower_bound_exceeds_epsilon; }))}
+                : Value{})});
+      kind_results(row);
       row.insert(row.end(),
-                 {r.n, r.violation_cap, r.k_star, certified, r.selected_policy, selected_k,
-                  r.plug_in_policy, st ? Value{st->requests} : Value{},
-                  st ? Value{st->violations} : Value{}, st ? Value{st->empirical_risk} : Value{},
-                  pt ? Value{pt->empirical_risk} : Value{},
-                  st ? Value{static_cast<std::int64_t>(std::count_if(
-                           run.task_risk.begin(), run.task_risk.end(),
-                           [](const stats::TaskRisk& x) { return x.lower_bound_exceeds_epsilon; }))}
-                     : Value{},
-                  run.calibration_excluded, run.calibration_imputed, std::string(), run.partial});
+                 {run.calibration_excluded, run.calibration_imputed, std::string(), run.partial});
       t.rows.push_back(std::move(row));
     }
     t.add_attribute("p_value", "P{Bin(n, eps) <= K} if K <= floor(n eps) - 1, else 1");
@@ -283,6 +453,27 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
                     "fixed-sequence: certify while p <= delta, stop at the first "
                     "failure; full KV when the first candidate fails");
     t.add_attribute("plug_in", "most aggressive candidate with K/n <= eps (no guarantee)");
+    if (kinds) {
+      t.description +=
+          " Contract kinds (columns risks … guarantee): the mean loss clip(U_full − U_policy, 0, "
+          "1) at level ε_L (Hoeffding–Bentkus or WSR p-value), several risks jointly (p = the "
+          "max over the risks), the procedure over the candidates (fixed sequence, multi-start, "
+          "Bonferroni, Holm; the selected policy is the most aggressive certified candidate) and "
+          "the guarantee: `aggregate` (the rate over all requests) or `per task` (every task's "
+          "rate ≤ its level; p = the max over the tasks). Sequential blocks: the replayed "
+          "anytime-valid decision, the calibration requests it used and the fraction of "
+          "candidate cells saved. Violation columns are empty for a block without the "
+          "violation risk; K* and the cap for per-task blocks.";
+      t.add_attribute("p_value_mean_loss",
+                      "hoeffding_bentkus: min(exp(-n h1(min(r,a), a)), e P{Bin(n, a) <= "
+                      "ceil(n r)}); wsr: 1/max_t K_t(a), predictable-plug-in betting (bets tuned "
+                      "at delta)");
+      t.add_attribute("p_value_joint", "max over the block's risks");
+      t.add_attribute("per_task",
+                      "p = max over the tasks of the per-task p-values "
+                      "(intersection-union test; no factor over the tasks)");
+      t.add_attribute("selected", "the most aggressive certified candidate; full KV when none");
+    }
     out.push_back(std::move(t));
   }
   {
@@ -300,25 +491,71 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
     t.add_column("k", ColumnType::integer, 0, true, "K_j");
     t.add_column("calibration_risk", ColumnType::real, 4, true, "cal. risk");
     t.add_column("p_value", ColumnType::pvalue, 4, true, "p_j");
+    if (kinds) {
+      t.add_column("p_violation", ColumnType::pvalue, 4, false);
+      t.add_column("p_mean_loss", ColumnType::pvalue, 4, false);
+      t.add_column("mean_loss", ColumnType::real, 4, true, "cal. loss");
+      t.add_column("worst_task", ColumnType::text, 0, false);
+      t.add_column("level", ColumnType::real, 4, false);
+    }
     t.add_column("tested", ColumnType::flag);
     t.add_column("certified", ColumnType::flag);
     t.add_column("test_violations", ColumnType::integer, 0, false);
     t.add_column("test_risk", ColumnType::real, 4, true, "test risk");
+    if (kinds) {
+      t.add_column("test_mean_loss", ColumnType::real, 4, true, "test loss");
+      t.add_column("sequential_decision", ColumnType::text, 0, false);
+      t.add_column("sequential_requests", ColumnType::integer, 0, false);
+    }
     t.partial_column = static_cast<int>(t.add_column("partial", ColumnType::flag, 0, false));
     for (const auto& run : cert.runs) {
       if (!run.computed) continue;
       const auto& block = m.certifications[run.block];
       const std::int64_t test_n = run.result.selected_test ? run.result.selected_test->requests : 0;
+      const bool violation = block.has_risk("violation");
+      const auto v = [&](Value x) { return violation ? x : Value{}; };
       for (std::size_t j = 0; j < run.result.candidates.size(); ++j) {
         const auto& c = run.result.candidates[j];
-        t.rows.push_back(
-            {block.name, ctx.label(Dim::model, run.model), static_cast<std::int64_t>(j + 1), c.id,
-             finite(run.retention[j]), c.violations, c.empirical_risk, c.p_value, c.tested,
-             c.certified, run.test_violations[j],
-             test_n > 0
-                 ? Value{static_cast<double>(run.test_violations[j]) / static_cast<double>(test_n)}
-                 : Value{},
-             run.partial});
+        if (!kinds) {
+          t.rows.push_back({block.name, ctx.label(Dim::model, run.model),
+                            static_cast<std::int64_t>(j + 1), c.id, finite(run.retention[j]),
+                            c.violations, c.empirical_risk, c.p_value, c.tested, c.certified,
+                            run.test_violations[j],
+                            test_n > 0 ? Value{static_cast<double>(run.test_violations[j]) /
+                                               static_cast<double>(test_n)}
+                                       : Value{},
+                            run.partial});
+          continue;
+        }
+        Value seq_decision, seq_requests;
+        if (run.sequential && j < run.sequential->candidates.size()) {
+          const auto& sc = run.sequential->candidates[j];
+          seq_decision = sequential_decision_text(sc);
+          seq_requests = sc.requests_used;
+        }
+        t.rows.push_back({block.name,
+                          ctx.label(Dim::model, run.model),
+                          static_cast<std::int64_t>(j + 1),
+                          c.id,
+                          finite(run.retention[j]),
+                          v(c.violations),
+                          v(c.empirical_risk),
+                          c.p_value,
+                          finite(c.p_violation),
+                          finite(c.p_mean_loss),
+                          finite(c.mean_loss),
+                          c.worst_task,
+                          finite(c.level),
+                          c.tested,
+                          c.certified,
+                          v(run.test_violations[j]),
+                          v(test_n > 0 ? Value{static_cast<double>(run.test_violations[j]) /
+                                               static_cast<double>(test_n)}
+                                       : Value{}),
+                          j < run.test_mean_loss.size() ? finite(run.test_mean_loss[j]) : Value{},
+                          seq_decision,
+                          seq_requests,
+                          run.partial});
       }
     }
     t.markdown_row_limit = 80;
@@ -342,18 +579,34 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
     t.add_column("family", ColumnType::text, 0, false);
     t.add_column("m", ColumnType::integer, 0, false);
     t.add_column("exceeds_epsilon", ColumnType::flag, 0, true, "> ε");
+    if (kinds) {
+      t.add_column("test_mean_loss", ColumnType::real, 3, true, "test loss");
+      t.add_column("guarantee", ColumnType::text);
+    }
     t.partial_column = static_cast<int>(t.add_column("partial", ColumnType::flag, 0, false));
     for (const auto& run : cert.runs) {
       if (!run.computed || !run.result.selected_test) continue;
       const auto& block = m.certifications[run.block];
       for (const auto& tr : run.task_risk) {
-        t.rows.push_back({block.name, ctx.label(Dim::model, run.model), run.result.selected_policy,
-                          tr.task, tr.violations, tr.requests,
-                          tr.requests > 0 ? Value{tr.interval.estimate} : Value{},
-                          tr.requests > 0 ? Value{tr.interval.lower} : Value{},
-                          tr.requests > 0 ? Value{tr.interval.upper} : Value{}, tr.interval.family,
-                          static_cast<std::int64_t>(tr.interval.m), tr.lower_bound_exceeds_epsilon,
-                          run.partial});
+        std::vector<Value> row{block.name,
+                               ctx.label(Dim::model, run.model),
+                               run.result.selected_policy,
+                               tr.task,
+                               tr.violations,
+                               tr.requests,
+                               tr.requests > 0 ? Value{tr.interval.estimate} : Value{},
+                               tr.requests > 0 ? Value{tr.interval.lower} : Value{},
+                               tr.requests > 0 ? Value{tr.interval.upper} : Value{},
+                               tr.interval.family,
+                               static_cast<std::int64_t>(tr.interval.m),
+                               tr.lower_bound_exceeds_epsilon};
+        if (kinds) {
+          if (!block.has_risk("violation"))  // descriptive counts at τ = 0 would mislead
+            for (std::size_t i : {4u, 6u, 7u, 8u}) row[i] = Value{};
+          row.insert(row.end(), {finite(tr.mean_loss), guarantee_text(block)});
+        }
+        row.push_back(run.partial);
+        t.rows.push_back(std::move(row));
       }
     }
     if (cert.per_block_family) {
@@ -367,6 +620,11 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
     } else {
       add_family_attributes(t, cert.task_family);
     }
+    if (kinds)
+      t.add_attribute("guarantee",
+                      "per task: the certificate itself bounds every task's risk (p = max over "
+                      "the tasks); aggregate: only the rate over all requests, so a task may "
+                      "exceed epsilon (exceeds_epsilon)");
     t.markdown_row_limit = 80;
     out.push_back(std::move(t));
   }

@@ -12,15 +12,26 @@
 // certification_task_risk family (m from the lock) when declared, else over the block's tasks
 // (stats::certify's family); flagged when the lower bound exceeds ε.
 // The contract itself was checked against the lock when the study was loaded (lock_check.h).
+//
+// Contract kinds (manifest risk(s), bound, loss_epsilon, procedure, starts, per_task; see
+// statistics/certification.h): losses L_ij = clip(U_full − U_λj, 0, 1), a missing or failed cell
+// counting as loss 1 (the worst case, as for violations); stats::certify with the block's kind.
+// A block with sequential = true is also replayed by replay_sequential_calibration
+// (sequential_calibration.h) on its violation indicators at ε (or, without the violation risk, its
+// losses at ε): its decisions, requests used and compute saved are reported beside the fixed-n
+// certificate. The tables gain the contract-kind columns only when some block uses a kind other
+// than the original contract, so a study without them gets byte-identical tables.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "statistics/certification.h"
 #include "suite/reduce/analysis_context.h"
 #include "suite/reduce/families.h"
+#include "suite/reduce/sequential_calibration.h"
 #include "suite/reduce/table.h"
 
 namespace kvaudit::reduce {
@@ -40,6 +51,12 @@ struct CertificationRun {
   std::int64_t calibration_imputed = 0;  // (request, candidate) pairs counted as violations
   std::int64_t test_imputed = 0;
   std::vector<std::int64_t> test_violations;  // per candidate
+  std::vector<double> test_mean_loss{};       // per candidate (mean_loss blocks; else empty)
+  std::optional<SequentialCalibrationResult> sequential{};  // sequential = true blocks
+  // Frame cells of a sequential block that `kvaudit run` did not need: a candidate's calibration
+  // cells after its decision in the preregistered order (and the full-KV reference cells after
+  // the last decision) that have no record. Coverage counts them as skipped, not missing.
+  std::vector<std::size_t> sequential_skipped{};
   bool partial = false;
   bool computed = false;  // false when no calibration request was usable
   std::string not_computed_reason;
@@ -50,8 +67,12 @@ struct CertificationRun {
 struct Certification {
   ResolvedFamily task_family;  // declared, or m = tasks of each block (per_block_family)
   bool per_block_family = false;
+  bool contract_kinds = false;  // some block's contract is not the original one (extra columns)
   std::vector<CertificationRun> runs;
 };
+
+// The statistics kind of a manifest block.
+stats::ContractKind contract_kind(const manifest::Certification& block);
 
 Certification compute_certification(const AnalysisContext& ctx);
 std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certification& cert);

@@ -1,6 +1,8 @@
 // Coverage of the expected cells by the study's records (see coverage.h).
 #include "suite/reduce/coverage.h"
 
+#include <algorithm>
+
 #include "suite/common/sha256.h"
 
 namespace kvaudit::reduce {
@@ -38,6 +40,24 @@ Coverage compute_coverage(const StudyFrame& frame) {
   return cov;
 }
 
+void mark_sequentially_skipped(const StudyFrame& frame, const std::vector<std::size_t>& skipped,
+                               Coverage& cov) {
+  for (const std::size_t i : skipped) {
+    const auto at = std::lower_bound(cov.missing.begin(), cov.missing.end(), i);
+    if (at == cov.missing.end() || *at != i) continue;
+    cov.missing.erase(at);
+    cov.skipped.push_back(i);
+    const FrameCell& c = frame.cells[i];
+    StateCounts& g = cov.by_group[{c.model, c.backend, c.benchmark, c.protocol, c.method}];
+    for (StateCounts* counts : {&cov.total, &g}) {
+      --counts->missing;
+      ++counts->skipped;
+    }
+  }
+  std::sort(cov.skipped.begin(), cov.skipped.end());
+  cov.complete = cov.missing.empty();
+}
+
 std::vector<Table> coverage_tables(const StudyFrame& frame, const Coverage& cov) {
   std::vector<Table> out;
   const manifest::Manifest& m = frame.manifest();
@@ -55,18 +75,36 @@ std::vector<Table> coverage_tables(const StudyFrame& frame, const Coverage& cov)
       t.add_column(name, ColumnType::text);
     for (const char* name : {"expected", "ok", "excluded", "failed", "missing"})
       t.add_column(name, ColumnType::integer);
+    // Studies with sequential calibration: the cells it did not need, after `missing`.
+    const bool any_skipped = !cov.skipped.empty();
+    if (any_skipped) {
+      t.description +=
+          " skipped: cells a sequential certification block did not need (its candidate's "
+          "anytime-valid test had decided; docs/design/sequential.md); they are not missing, "
+          "but the groups they belong to are partial for the other analyses.";
+      t.add_column("skipped", ColumnType::integer);
+    }
     t.partial_column = static_cast<int>(t.add_column("incomplete", ColumnType::flag));
     for (const auto& [key, counts] : cov.by_group) {
       const auto& [model, backend, benchmark, protocol, method] = key;
-      t.rows.push_back(
-          {m.models[model].name, std::string(manifest::kAttentionBackendNames[backend]),
-           m.benchmarks[benchmark].name, std::string(manifest::kProtocolNames[protocol]),
-           method < 0 ? std::string("full") : m.methods[static_cast<std::size_t>(method)].name,
-           counts.expected, counts.ok, counts.excluded, counts.failed, counts.missing,
-           counts.missing + counts.failed > 0});
+      std::vector<Value> row{
+          m.models[model].name,
+          std::string(manifest::kAttentionBackendNames[backend]),
+          m.benchmarks[benchmark].name,
+          std::string(manifest::kProtocolNames[protocol]),
+          method < 0 ? std::string("full") : m.methods[static_cast<std::size_t>(method)].name,
+          counts.expected,
+          counts.ok,
+          counts.excluded,
+          counts.failed,
+          counts.missing};
+      if (any_skipped) row.emplace_back(counts.skipped);
+      row.emplace_back(counts.missing + counts.failed > 0);
+      t.rows.push_back(std::move(row));
     }
     t.add_attribute("expected_cells", std::to_string(cov.total.expected));
     t.add_attribute("missing_cells", std::to_string(cov.total.missing));
+    if (any_skipped) t.add_attribute("skipped_cells", std::to_string(cov.total.skipped));
     t.add_attribute("complete", cov.complete ? "true" : "false");
     t.markdown_row_limit = 80;
     out.push_back(std::move(t));

@@ -24,13 +24,15 @@ struct StateCounts {
   std::int64_t excluded = 0;
   std::int64_t failed = 0;
   std::int64_t missing = 0;
+  std::int64_t skipped = 0;  // missing by design: not needed by a sequential calibration
   void add(CellState s);
 };
 
 struct Coverage {
   StateCounts total;
-  bool complete = false;             // no expected cell is missing
+  bool complete = false;             // no expected cell is missing (skipped cells are not)
   std::vector<std::size_t> missing;  // frame cell indices, in cell-id order
+  std::vector<std::size_t> skipped;  // frame cell indices a sequential calibration did not need
   std::size_t duplicates = 0;        // cells in more than one published shard (counted once)
   std::size_t unexpected = 0;        // records of cells the manifest does not expand to
   std::size_t salvaged = 0;          // records taken from unpublished shards
@@ -41,6 +43,13 @@ struct Coverage {
 };
 
 Coverage compute_coverage(const StudyFrame& frame);
+
+// Moves the frame cells `skipped` (sorted; certification_analysis.h
+// CertificationRun::sequential_skipped) from missing to skipped and recomputes `complete`. The
+// analyses still see them as absent (their groups are partial); the study is complete without
+// them, and the coverage table gains a `skipped` column.
+void mark_sequentially_skipped(const StudyFrame& frame, const std::vector<std::size_t>& skipped,
+                               Coverage& coverage);
 
 // coverage (by model/backend/benchmark/protocol/method), missing_cells (every missing cell),
 // duplicate_cells, unexpected_records.

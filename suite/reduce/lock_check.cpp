@@ -100,6 +100,14 @@ void require_same_contracts(const json& lock, const std::filesystem::path& lock_
                               "; refusing to certify under a contract that differs from the "
                               "preregistration");
     }
+    // A contract-kind field the lock has and the manifest's block does not (e.g. a locked
+    // per_task = true that the manifest dropped) changes the contract too.
+    for (const auto& [key, value] : locked.items()) {
+      if (!expected.contains(key))
+        refuse(lock_file, where + "." + key + ": the lock has " + value.dump() +
+                              ", the manifest's block does not set it; refusing to certify under "
+                              "a contract that differs from the preregistration");
+    }
   }
   for (const auto& [name, c] : by_name) {
     if (!seen.count(name))

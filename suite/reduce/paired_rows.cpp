@@ -111,7 +111,7 @@ std::vector<PairedRowResult> run_paired_rows(const std::vector<PairedRow>& rows,
   options.confidence = 1 - settings.alpha;
   options.aggregate = stats::Aggregate::pooled;
   options.threads = settings.threads;
-  options.keep_replicates = true;
+  options.keep_sorted_replicates = true;
   options.comparisons_per_pass = std::max<std::size_t>(settings.rows_per_batch, 1);
 
   const std::size_t batch = options.comparisons_per_pass;
@@ -132,7 +132,7 @@ std::vector<PairedRowResult> run_paired_rows(const std::vector<PairedRow>& rows,
       res.p_bootstrap = b.p_value;
       res.replicate_hash = b.replicate_hash;
       std::int64_t at_or_above = 0;
-      for (double v : b.replicates)
+      for (double v : b.sorted_replicates)
         if (v >= 0) ++at_or_above;
       const double denominator = static_cast<double>(b.resamples + 1);
       res.p_two_sided =
@@ -140,15 +140,14 @@ std::vector<PairedRowResult> run_paired_rows(const std::vector<PairedRow>& rows,
                             denominator);
       const double family_alpha =
           row.family != nullptr ? row.family->per_comparison_alpha() : settings.alpha;
-      std::sort(b.replicates.begin(), b.replicates.end());
-      res.family_lower = stats::quantile_type7(b.replicates, family_alpha / 2);
-      res.family_upper = stats::quantile_type7(b.replicates, 1 - family_alpha / 2);
+      res.family_lower = stats::quantile_type7(b.sorted_replicates, family_alpha / 2);
+      res.family_upper = stats::quantile_type7(b.sorted_replicates, 1 - family_alpha / 2);
       if (res.test == "bootstrap") {
         res.p_test = res.p_bootstrap;
         res.p_test_less = static_cast<double>(at_or_above + 1) / denominator;
       }
       res.significant = res.p_test <= family_alpha;
-      std::vector<double>().swap(b.replicates);
+      std::vector<double>().swap(b.sorted_replicates);
     });
   }
   return results;

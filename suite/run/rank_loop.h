@@ -13,6 +13,15 @@
 //   * On the way out (done, stopped, or an exception from the writer) the shard is published when
 //     it holds records; if publishing itself fails the .tmp stays for the next launch's salvage
 //     (cells_unpublished says how many records it holds).
+//   * Sequential calibration (RankLoopOptions::sequential, set only when a certification block has
+//     sequential = true; suite/run/sequential_schedule.h): before its own items the rank takes
+//     part in the waves of calibration units (run_sequential_waves; unit r of a wave on rank r,
+//     the outcomes exchanged after each wave), running each wave unit exactly like an item. Then
+//     what remains (scheduler.remaining(pending): dropped cells and wave units removed) is
+//     re-sharded (`reassign`) and the rank runs its share. A stop request during the waves ends
+//     them on every rank after the current wave. The wave body never throws (a rank that threw
+//     would leave the others waiting in the exchange): a writer error stops the waves on every
+//     rank after the next exchange and is returned in RankLoopResult::error.
 #pragma once
 
 #include <array>
@@ -20,6 +29,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <vector>
@@ -30,6 +40,7 @@
 #include "suite/records/shard_writer.h"
 #include "suite/run/failure_tally.h"
 #include "suite/run/resume.h"
+#include "suite/run/sequential_schedule.h"
 #include "suite/run/sharding.h"
 
 namespace kvaudit::run {
@@ -38,12 +49,23 @@ namespace kvaudit::run {
 using ExecuteUnit = std::function<std::vector<records::CellRecord>(
     const manifest::Unit&, std::span<const manifest::Cell* const>)>;
 
+// The sequential calibration phase of the rank loop (see above).
+struct SequentialPhase {
+  SequentialScheduler* scheduler = nullptr;  // identical on every rank, fed the done outcomes
+  WaveExchange exchange;                     // mpi_wave_exchange() (tests: a fake)
+  // The LPT share of this rank of the given remaining units (item.index indexes them).
+  std::function<std::vector<WorkItem>(const std::vector<PendingUnit>&)> reassign;
+};
+
 struct RankLoopOptions {
   records::ShardWriterOptions writer;  // directory, provenance, launch pid, seq, flush policy
   std::ostream* progress = nullptr;    // progress lines (stderr), or none
+  std::optional<SequentialPhase> sequential;  // none: no sequential block (the items only)
 };
 
 struct RankLoopResult {
+  // With a sequential phase: the wave units this rank ran plus its share of what remained; a
+  // stop during the waves adds, on rank 0, every cell left to run (dropped cells never count).
   std::size_t units_assigned = 0;
   std::size_t units_done = 0;
   std::size_t cells_assigned = 0;
@@ -60,12 +82,15 @@ struct RankLoopResult {
   // counts above still describe what was recorded. Null when the loop ended normally.
   std::exception_ptr error;
   double seconds = 0;
+  std::size_t sequential_waves = 0;  // waves this rank took part in (0 without a phase)
   std::size_t cells_remaining() const { return cells_assigned - cells_written; }
 };
 
 // `items` are this rank's work items in execution order (ShardAssignment::per_rank[rank]);
-// item.index indexes `pending`. What the writer throws (InputError/InternalError) ends the loop
-// and is returned in RankLoopResult::error, after trying to publish what was written.
+// item.index indexes `pending`. With options.sequential, `pending` is the launch's pending units
+// (the scheduler's) and `items` is ignored: the items come from reassign after the waves. What the
+// writer throws (InputError/InternalError) ends the loop and is returned in RankLoopResult::error,
+// after trying to publish what was written.
 RankLoopResult run_rank_loop(const manifest::Manifest& manifest,
                              const manifest::Expansion& expansion,
                              std::span<const PendingUnit> pending, std::span<const WorkItem> items,

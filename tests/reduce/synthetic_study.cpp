@@ -203,10 +203,13 @@ std::string synthetic_manifest(const SyntheticConfig& cfg) {
       << "]\nprotocols = [\"query-aware\"]\nbackends = [\"eager\", \"sdpa\"]\n\n";
   }
   for (const auto& method : cfg.certified_methods) {
+    const auto kind = cfg.certification_kind.find(method);
     t << "[[certification]]\nname = \"" << method << "-cert\"\ngrid = \"audit\"\nbenchmark = \""
       << kMainBenchmark << "\"\nmethod = \"" << method
       << "\"\nprotocol = \"query-agnostic\"\nbackend = \"sdpa\"\ncandidates = "
-      << list(cfg.compression) << "\ntau = " << format_number(cfg.tau)
+      << list(cfg.compression)
+      << (kind == cfg.certification_kind.end() ? "\ntau = " + format_number(cfg.tau)
+                                               : "\n" + kind->second)
       << "\nepsilon = " << format_number(cfg.epsilon) << "\ndelta = " << format_number(cfg.delta)
       << "\ncalibration = " << cfg.calibration << "\ntest = " << cfg.test << "\n\n";
   }

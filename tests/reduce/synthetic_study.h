@@ -61,7 +61,11 @@ struct SyntheticConfig {
   std::vector<std::string> certified_methods = {"keydiff", "snapkv"};
   double tau = 0.1, epsilon = 0.1, delta = 0.1;
   std::int64_t calibration = 15, test = 15;  // per task
-  bool declare_families = true;              // declare a protocol_gap and a task-risk family
+  // Contract kinds per certified method: TOML lines written in its block in place of the
+  // "tau = ..." line (write tau yourself when the block keeps the violation risk). None: the
+  // original contract, and the manifest is byte for byte what it was before the field existed.
+  std::map<std::string, std::string> certification_kind;
+  bool declare_families = true;  // declare a protocol_gap and a task-risk family
   std::int64_t bootstrap_resamples = 2000;
   int ranks = 3;  // shards (round-robin over units)
   std::size_t flush_every = 256;
