@@ -36,8 +36,11 @@ struct Budget {
 class ScoreMemo;  // methods/score_memo.h
 
 struct SelectionContext {
-  std::uint64_t seed = 0;      // the study seed
-  std::uint64_t cell_key = 0;  // stable id of (unit, method config, ratio, protocol): RandomPress
+  std::uint64_t seed = 0;  // the study seed
+  // Key of the cell's random draws (RandomPress): a stable id of (unit content without attention
+  // backend or device, method config, budget, protocol), so a cell keeps the same positions under
+  // every backend (suite/manifest/expansion.h selection_key).
+  std::uint64_t cell_key = 0;
   // Optional: scores shared by the cells of one unit (score_memo.h); results do not depend on it.
   ScoreMemo* memo = nullptr;
 };

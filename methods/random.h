@@ -5,6 +5,11 @@
 //   key     = (seed low 32 bits, seed high 32 bits)          SelectionContext::seed
 //   counter = (j, layer << 16 | kv_head, cell_key low, cell_key high)
 //   s(j)    = (word0 >> 8) · 2⁻²⁴                           (24 bits: exact in f32)
+// cell_key is the cell's selection key (suite/manifest/expansion.h selection_key): the unit's
+// content without the attention backend, the method config, the budget and the protocol — so the
+// same cell under sdpa and eager (and on any device) keeps the same positions and a backend
+// comparison of random rows compares scoring only. Records of schema version < 4 were keyed by
+// the cell id, which includes the backend (docs/RECORDS.md §Versions).
 // Parity with kvpress is statistical only (kept fraction per head is exact: floor(L(1−cr))).
 #pragma once
 

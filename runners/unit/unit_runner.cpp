@@ -269,6 +269,8 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
         const bool evicted = evict_cell(cells[i], selection, *cache, result);
         result.evict_seconds = seconds_since(fork_start);
         if (!evicted) continue;
+        if (options.kept_digest)
+          result.kept_digest = options.kept_digest(selection, result.boundary);
         if (options.keep_selections && selection != nullptr) result.selection = *selection;
         slots[static_cast<std::size_t>(k)] = std::move(cache);
       } catch (const std::exception& error) {  // e.g. out of memory for the copy
@@ -359,6 +361,9 @@ UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& we
     const bool evicted = evict_cell(cell, selection ? &*selection : nullptr, *cache, result);
     result.evict_seconds = seconds_since(phase);
     if (!evicted) continue;
+    if (options.kept_digest) {
+      result.kept_digest = options.kept_digest(selection ? &*selection : nullptr, result.boundary);
+    }
     if (options.keep_selections && selection) result.selection = std::move(selection);
 
     const std::vector<std::int32_t> rest = plan.feed(cell, tokens);

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -53,7 +54,9 @@ struct CellSpec {
   const methods::Method* method = nullptr;  // nullptr: the full-KV cell (nothing evicted)
   methods::Budget budget;
   Protocol protocol = Protocol::query_agnostic;
-  std::uint64_t cell_key = 0;  // stable cell id (SelectionContext::cell_key)
+  // SelectionContext::cell_key: the key of the cell's random draws, the same for cells that must
+  // keep the same positions (e.g. one cell under sdpa and eager: suite/manifest selection_key).
+  std::uint64_t cell_key = 0;
 };
 
 struct DecodeOptions {
@@ -64,7 +67,12 @@ struct DecodeOptions {
 struct UnitRunOptions {
   DecodeOptions decode;
   std::uint64_t seed = 0;        // the study seed (SelectionContext::seed)
-  bool keep_selections = false;  // return each cell's kept sets (tests)
+  bool keep_selections = false;  // return each cell's kept sets (tests, kvaudit inspect)
+  // When set: called once for every cell whose cache was built (the fan-out may call it from
+  // several threads at once) with its kept positions — nullptr for a full-KV cell, which keeps
+  // every position below its boundary — and the boundary b; the result is the cell's
+  // CellResult::kept_digest (suite/records/content_digests.h supplies it).
+  std::function<std::uint64_t(const methods::Selection* selection, int boundary)> kept_digest;
   // Cells decoded together at most (0: all). Bounds memory: each cell holds its own compacted copy
   // of the cache while decoding.
   int max_batch_cells = 0;
@@ -76,6 +84,7 @@ struct CellResult {
   CellStatus status = CellStatus::ok;
   std::string error;                            // why the cell failed (empty when ok)
   std::optional<methods::Selection> selection;  // with keep_selections, for evicting cells
+  std::uint64_t kept_digest = 0;                // UnitRunOptions::kept_digest's value (else 0)
   std::vector<std::int32_t> generated;          // greedy ids (incl. a final stop id)
   bool stopped_on_stop_token = false;
   int boundary = 0;                    // b: the compression candidates are positions 0..b-1

@@ -92,6 +92,22 @@ std::string cell_tuple(const Manifest& m, const Unit& u, const Cell& c) {
                          unit_tuple(m, u));
 }
 
+std::string selection_tuple(const Manifest& m, const Unit& u, const Cell& c) {
+  const Benchmark& b = m.benchmarks[u.benchmark];
+  const std::string unit = R"({"benchmark":)" + dump(canonical_benchmark_identity(b)) +
+                           R"(,"instance":)" + std::to_string(u.instance) + R"(,"model":)" +
+                           dump(canonical_model_identity(m.models[u.model])) + R"(,"task":)" +
+                           dump(json(b.tasks[u.task])) + "}";
+  const std::string method =
+      c.method < 0 ? dump(canonical_full_method())
+                   : dump(canonical_method(m, m.methods[static_cast<std::size_t>(c.method)]));
+  return cell_tuple_from(budget_json(c.budget_kind, c.budget), method, c.protocol, unit);
+}
+
+std::uint64_t selection_key(const Manifest& m, const Unit& u, const Cell& c) {
+  return id_of(selection_tuple(m, u, c));
+}
+
 std::string cell_method_name(const Manifest& m, const Cell& c) {
   return c.method < 0 ? "full" : m.methods[static_cast<std::size_t>(c.method)].name;
 }

@@ -76,6 +76,14 @@ Expansion expand(const Manifest& m);
 std::string unit_tuple(const Manifest& m, const Unit& u);
 std::string cell_tuple(const Manifest& m, const Unit& u, const Cell& c);
 
+// The key of a cell's random draws (methods/random.h: SelectionContext::cell_key): the id of the
+// cell tuple whose unit has no attention backend — {"benchmark", "instance", "model", "task"} —
+// so the cells a paired comparison pairs across backends (same unit content, method, budget and
+// protocol) draw the same numbers. The device was never part of it. Before records schema
+// version 4 the key was the cell id, which includes the backend.
+std::string selection_tuple(const Manifest& m, const Unit& u, const Cell& c);
+std::uint64_t selection_key(const Manifest& m, const Unit& u, const Cell& c);
+
 // Names for tables and records.
 std::string cell_method_name(const Manifest& m, const Cell& c);  // config name, or "full"
 std::string unit_task(const Manifest& m, const Unit& u);

@@ -154,6 +154,10 @@ struct CellRecord {
   double decode_ms = kNotApplicable;
   std::string error;   // "" when status is ok
   std::string output;  // the generated answer
+  // Schema version 4 on (content_digests.h); 0 = not computed (a cell that never reached that
+  // point, or a record read from an older shard).
+  std::uint64_t prompt_digest = 0;  // the prompt's token ids (context | question | suffix)
+  std::uint64_t kept_digest = 0;    // the kept positions per (layer, KV head) after eviction
 };
 
 }  // namespace kvaudit::records

@@ -6,6 +6,7 @@
 #include <array>
 #include <climits>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <variant>
@@ -26,6 +27,7 @@ struct Field {
   const char* name;
   Member member;
   std::int64_t since_version = 1;  // the first schema version that has the attribute
+  bool optional = false;           // read as "" when absent (descriptive, never checked)
 };
 
 #define KV_PROV(member) \
@@ -66,9 +68,28 @@ const std::array kFields{
     KV_PROV(t_close_utc),
     Field{"launch_id", &ShardProvenance::launch_id, 3},
     Field{"salvaged_from", &ShardProvenance::salvaged_from, 3},
+    Field{"cpu_model", &ShardProvenance::cpu_model, 4, true},
+    Field{"blas_core", &ShardProvenance::blas_core, 4, true},
 };
 
 #undef KV_PROV
+
+}  // namespace
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) return "";
+    const auto start = line.find_first_not_of(" \t", colon + 1);
+    return start == std::string::npos ? "" : line.substr(start);
+  }
+  return "";
+}
+
+namespace {
 
 std::string environment(const char* name) {
   const char* value = std::getenv(name);
@@ -99,6 +120,7 @@ void fill_process_provenance(ShardProvenance& p) {
   p.cxx_flags = build.cxx_flags;
   p.hdf5_version = hdf5_library_version();
   p.hostname = host_name();
+  p.cpu_model = cpu_model_name();
   p.cuda_visible_devices = environment("CUDA_VISIBLE_DEVICES");
   p.slurm_job_id = environment("SLURM_JOB_ID");
   p.slurm_step_id = environment("SLURM_STEP_ID");
@@ -136,6 +158,7 @@ ShardProvenance read_provenance(hid_t file_id, const std::string& file) {
   }
   for (const Field& field : kFields) {
     if (version < field.since_version) continue;
+    if (field.optional && H5Aexists(file_id, field.name) <= 0) continue;
     std::visit(
         [&](auto member) {
           using T = std::remove_cvref_t<decltype(p.*member)>;

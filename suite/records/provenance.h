@@ -62,9 +62,17 @@ struct ShardProvenance {
   // Schema version 3 on (absent, so "", in older shards):
   std::string launch_id;      // the launch's random id, also in the file name (shard_name.h)
   std::string salvaged_from;  // a salvage shard: the .tmp file names it republished, one per line
+  // Schema version 4 on (absent, so "", in older shards): what the CPU backend's numbers depend
+  // on, so a re-run elsewhere can tell a kernel change from a discrepancy.
+  std::string cpu_model;  // /proc/cpuinfo "model name" of the first CPU ("" when unknown)
+  std::string blas_core;  // caller: the OpenBLAS kernel set in use (openblas_get_corename)
 };
 
-// Fills build info, hdf5_version, hostname, cuda_visible_devices and the slurm_* fields.
+// "model name" of the first processor in /proc/cpuinfo ("" when unknown).
+std::string cpu_model_name();
+
+// Fills build info, hdf5_version, hostname, cpu_model, cuda_visible_devices and the slurm_*
+// fields.
 void fill_process_provenance(ShardProvenance& provenance);
 
 // Writes every field as a root attribute of the open file `file_id` (strings repaired to valid

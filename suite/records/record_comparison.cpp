@@ -52,6 +52,14 @@ std::vector<std::string> differing_content_fields(const CellRecord& a, const Cel
   KV_COMPARE(error);
   KV_COMPARE(output);
 #undef KV_COMPARE
+  // The content digests (schema version 4) where both records have them: a record read from an
+  // older shard has 0 = unknown, which is not a difference.
+  if (a.prompt_digest != 0 && b.prompt_digest != 0 && a.prompt_digest != b.prompt_digest) {
+    out.emplace_back("prompt_digest");
+  }
+  if (a.kept_digest != 0 && b.kept_digest != 0 && a.kept_digest != b.kept_digest) {
+    out.emplace_back("kept_digest");
+  }
   return out;
 }
 

@@ -14,6 +14,7 @@
 namespace kvaudit::records {
 
 // Names of the content fields that differ (NaN equals NaN), in schema order; empty if none.
+// prompt_digest and kept_digest count only where both records have them (non-zero).
 std::vector<std::string> differing_content_fields(const CellRecord& a, const CellRecord& b);
 
 // A failed outcome that `kvaudit run --retry-failed` may replace: oom or error.

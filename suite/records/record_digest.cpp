@@ -37,7 +37,7 @@ class Serialiser {
 
 }  // namespace
 
-std::string record_digest_message(const CellRecord& r) {
+std::string record_digest_message(const CellRecord& r, std::int64_t version) {
   Serialiser s;
   s.integer(r.cell_id);
   s.integer(r.unit_id);
@@ -74,11 +74,15 @@ std::string record_digest_message(const CellRecord& r) {
   s.real(r.decode_ms);
   s.text(r.error);
   s.text(r.output);
+  if (version >= 4) {
+    s.integer(r.prompt_digest);
+    s.integer(r.kept_digest);
+  }
   return s.take();
 }
 
-std::uint64_t record_digest(const CellRecord& record) {
-  return digest_prefix_u64(sha256(record_digest_message(record)));
+std::uint64_t record_digest(const CellRecord& record, std::int64_t version) {
+  return digest_prefix_u64(sha256(record_digest_message(record, version)));
 }
 
 }  // namespace kvaudit::records

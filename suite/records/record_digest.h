@@ -16,12 +16,15 @@
 #include <string>
 
 #include "suite/records/cell_record.h"
+#include "suite/records/schema_version.h"
 
 namespace kvaudit::records {
 
-// The serialisation above (exposed for tests and for the documentation's worked example).
-std::string record_digest_message(const CellRecord& record);
+// The serialisation above for a record of schema `version` (exposed for tests and for the
+// documentation's worked example): the members a file of that version has (prompt_digest and
+// kept_digest from version 4 on).
+std::string record_digest_message(const CellRecord& record, std::int64_t version = kSchemaVersion);
 
-std::uint64_t record_digest(const CellRecord& record);
+std::uint64_t record_digest(const CellRecord& record, std::int64_t version = kSchemaVersion);
 
 }  // namespace kvaudit::records

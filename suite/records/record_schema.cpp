@@ -55,6 +55,8 @@ constexpr std::array kFields{
     KV_FIELD(decode_ms, f64),
     KV_FIELD(error, text),
     KV_FIELD(output, text),
+    FieldSpec{"prompt_digest", FieldType::u64, offsetof(RecordPod, prompt_digest), nullptr, 4},
+    FieldSpec{"kept_digest", FieldType::u64, offsetof(RecordPod, kept_digest), nullptr, 4},
     FieldSpec{"record_digest", FieldType::u64, offsetof(RecordPod, record_digest), nullptr, 3},
 };
 
@@ -308,6 +310,8 @@ RecordPod to_pod(const CellRecord& r) {
       .decode_ms = r.decode_ms,
       .error = r.error.c_str(),
       .output = r.output.c_str(),
+      .prompt_digest = r.prompt_digest,
+      .kept_digest = r.kept_digest,
       .record_digest = record_digest(r),
   };
 }
@@ -349,6 +353,8 @@ CellRecord from_pod(const RecordPod& p) {
   r.decode_ms = p.decode_ms;
   r.error = text_or_empty(p.error);
   r.output = text_or_empty(p.output);
+  r.prompt_digest = p.prompt_digest;
+  r.kept_digest = p.kept_digest;
   return r;
 }
 

@@ -58,6 +58,8 @@ struct RecordPod {
   double decode_ms;
   const char* error;
   const char* output;
+  std::uint64_t prompt_digest;  // schema version 4 on (content_digests.h)
+  std::uint64_t kept_digest;    // schema version 4 on
   std::uint64_t record_digest;  // schema version 3 on (record_digest.h)
 };
 
@@ -79,8 +81,8 @@ enum class FieldType {
 struct FieldSpec {
   const char* name;
   FieldType type;
-  std::size_t offset;             // offset in RecordPod
-  const char* v1_name = nullptr;  // its name in schema version 1, if it differs
+  std::size_t offset;              // offset in RecordPod
+  const char* v1_name = nullptr;   // its name in schema version 1, if it differs
   std::int64_t since_version = 1;  // the first schema version that has the member
 };
 

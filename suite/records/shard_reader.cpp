@@ -98,7 +98,7 @@ void read_rows(hid_t dataset, hsize_t n_rows, std::int64_t version, const std::s
     }
     for (std::size_t i = 0; i < buffer.size(); ++i) {
       CellRecord record = from_pod(buffer[i]);
-      if (has_digest && record_digest(record) != buffer[i].record_digest) {
+      if (has_digest && record_digest(record, version) != buffer[i].record_digest) {
         if (!salvage) {
           throw InputError(name + ": record " + std::to_string(start + i) + " (cell " +
                            std::to_string(record.cell_id) +

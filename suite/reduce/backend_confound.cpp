@@ -96,6 +96,30 @@ BackendConfound compute_backend_confound(const AnalysisContext& ctx) {
     out.gaps.push_back(g);
   }
 
+  // Kept sets across backends per (model, benchmark, protocol, method, budget).
+  std::map<std::tuple<std::uint16_t, std::uint16_t, std::uint8_t, std::int16_t, std::uint16_t>,
+           SelectionAgreement>
+      selections;
+  for (const FrameCell& c : f.cells) {
+    if (c.method < 0 || c.backend != kSdpa || c.state != CellState::ok) continue;
+    const auto partner = ctx.lookup.on_backend(c, kEager);
+    if (!partner) continue;
+    const FrameCell& e = f.cells[*partner];
+    if (e.state != CellState::ok || c.record == nullptr || e.record == nullptr) continue;
+    SelectionAgreement& s = selections[{c.model, c.benchmark, c.protocol, c.method, c.budget}];
+    std::tie(s.model, s.benchmark, s.protocol, s.method, s.budget) =
+        std::tuple{c.model, c.benchmark, c.protocol, c.method, c.budget};
+    ++s.pairs;
+    if (c.record->kept_digest == 0 || e.record->kept_digest == 0) {
+      ++s.unknown;
+    } else if (c.record->kept_digest == e.record->kept_digest) {
+      ++s.identical;
+    } else {
+      ++s.different;
+    }
+  }
+  for (auto& [key, s] : selections) out.selections.push_back(s);
+
   // Ranking agreement per (model, benchmark, protocol, budget).
   std::map<std::tuple<std::uint16_t, std::uint16_t, std::uint8_t, std::uint16_t>,
            std::map<std::int16_t, std::pair<const MeanAcc*, const MeanAcc*>>>
@@ -180,6 +204,34 @@ std::vector<Table> backend_confound_tables(const AnalysisContext& ctx, const Bac
                         static_cast<std::int64_t>(r.methods.size()), v(r.tau_b), v(r.p_value),
                         r.exact_p, join_ranking(ctx, r.methods, r.sdpa_means),
                         join_ranking(ctx, r.methods, r.eager_means), r.partial});
+    }
+    out.push_back(std::move(t));
+  }
+  {
+    Table t;
+    t.id = "backend_selections";
+    t.title = "Kept sets under sdpa and eager";
+    t.description =
+        "Per model, benchmark, protocol, method and budget: of the requests with an ok cell "
+        "under both backends, how many kept exactly the same positions in every layer and KV "
+        "head (equal kept digests). `identical` means the backend changed only how the kept "
+        "cache was used, so a score difference of that row is a scoring effect; `differs` means "
+        "the backend also changed what was kept (attention-based scores read the backend's "
+        "attention weights); `unknown` means records without digests (written before records "
+        "schema version 4).";
+    for (const char* name : {"model", "benchmark", "protocol", "method", "budget"})
+      t.add_column(name, ColumnType::text);
+    t.add_column("pairs", ColumnType::integer);
+    t.add_column("kept_identical", ColumnType::integer, 0, true, "identical");
+    t.add_column("kept_different", ColumnType::integer, 0, true, "different");
+    t.add_column("kept_unknown", ColumnType::integer, 0, false);
+    t.add_column("selection", ColumnType::text, 0, true, "kept sets");
+    for (const auto& s : bc.selections) {
+      const char* verdict = s.unknown > 0 ? "unknown" : s.different > 0 ? "differs" : "identical";
+      t.rows.push_back({ctx.label(Dim::model, s.model), ctx.label(Dim::benchmark, s.benchmark),
+                        ctx.label(Dim::protocol, s.protocol), ctx.label(Dim::method, s.method),
+                        ctx.label(Dim::budget, s.budget), s.pairs, s.identical, s.different,
+                        s.unknown, std::string(verdict)});
     }
     out.push_back(std::move(t));
   }

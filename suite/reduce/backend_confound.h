@@ -10,6 +10,11 @@
 // Rankings: per (model, benchmark, protocol, budget), Kendall's τ-b between the methods' mean
 // utilities under sdpa and under eager (statistics/kendall_tau.h); τ = 1 means the backend does not
 // change the ranking.
+// Selections: per (model, benchmark, protocol, method, budget), how many of the cells paired across
+// backends (the same request, both `ok`) kept identical positions — equal kept digests (records
+// schema 4, suite/records/content_digests.h). All identical: the backend changed the scoring only;
+// some different: the backend also changed what was kept (for an attention-based method through
+// the attention weights it reads); unknown: records without digests (schema < 4).
 #pragma once
 
 #include <string>
@@ -42,10 +47,24 @@ struct RankingAgreement {
   bool partial = false;
 };
 
+struct SelectionAgreement {
+  std::uint16_t model = 0;
+  std::uint16_t benchmark = 0;
+  std::uint8_t protocol = 0;
+  std::int16_t method = 0;
+  std::uint16_t budget = 0;
+  std::int64_t pairs = 0;      // instances with an ok cell under both backends
+  std::int64_t identical = 0;  // of them, equal kept digests
+  std::int64_t different = 0;
+  std::int64_t unknown = 0;  // a record without a kept digest
+};
+
 struct BackendConfound {
   PairedAnalysis full_kv;             // dims: model, benchmark, protocol
   std::vector<InterMethodGaps> gaps;  // parallel to full_kv.rows
   std::vector<RankingAgreement> rankings;
+  std::vector<SelectionAgreement> selections;  // sorted by (model, benchmark, protocol, method,
+                                               // budget)
 };
 
 BackendConfound compute_backend_confound(const AnalysisContext& ctx);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/errors.h"
 #include "suite/records/record_comparison.h"
 #include "suite/records/shard_reader.h"
 
@@ -26,6 +27,7 @@ ResumeScan scan_for_resume(const std::filesystem::path& shards_dir,
     scan.previous_attempts = std::max(scan.previous_attempts, shard.provenance.attempt);
   }
   scan.done_cells.reserve(study.records.size());
+  scan.done_records.reserve(study.records.size());
   for (std::size_t i = 0; i < study.records.size(); ++i) {
     const auto& record = study.records[i];
     scan.previous_attempts = std::max(scan.previous_attempts, static_cast<int>(record.attempt));
@@ -34,9 +36,19 @@ ResumeScan scan_for_resume(const std::filesystem::path& shards_dir,
       ++scan.failed_to_retry;
       continue;
     }
-    scan.done_cells.push_back(record.cell_id);
+    scan.done_records.push_back(DoneRecord{record.cell_id, record.status, record.score});
   }
-  std::sort(scan.done_cells.begin(), scan.done_cells.end());
+  std::sort(scan.done_records.begin(), scan.done_records.end(),
+            [](const DoneRecord& a, const DoneRecord& b) { return a.cell_id < b.cell_id; });
+  for (const auto& done : scan.done_records) scan.done_cells.push_back(done.cell_id);
+  const bool any_random = std::any_of(study.records.begin(), study.records.end(),
+                                      [](const auto& r) { return r.method_id == "random"; });
+  for (const auto& shard : study.published) {
+    if (any_random && shard.provenance.schema_version < 4) {
+      scan.backend_keyed_random_shard = shard.file.filename().string();
+      break;
+    }
+  }
 
   if (!study.duplicates.empty()) {
     scan.messages.push_back(std::to_string(study.duplicates.size()) +
@@ -89,6 +101,19 @@ std::filesystem::path publish_salvaged_records(std::span<const records::CellReco
   records::ShardWriter writer(std::move(options));
   for (const auto& record : records) writer.append(record);
   return writer.close_and_publish();
+}
+
+void require_same_random_keys(const ResumeScan& scan, std::size_t pending_random_cells,
+                              const std::filesystem::path& shards_dir) {
+  if (scan.backend_keyed_random_shard.empty() || pending_random_cells == 0) return;
+  throw InputError((shards_dir / scan.backend_keyed_random_shard).string() +
+                   ": written by a kvaudit before records schema version 4, whose random method "
+                   "keyed its draws by the attention backend; this kvaudit keys them without it "
+                   "(the same cell keeps the same positions under sdpa and eager), so the " +
+                   std::to_string(pending_random_cells) +
+                   " pending random cell(s) would not match the recorded ones. Finish this study "
+                   "with the kvaudit that started it, or plan it again in a new output directory; "
+                   "nothing was run");
 }
 
 std::vector<PendingUnit> pending_units(const manifest::Expansion& expansion,

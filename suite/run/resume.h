@@ -40,8 +40,16 @@ struct ResumeOptions {
   bool salvage_corrupt = false;  // StudyReadOptions::salvage_corrupt
 };
 
+// The outcome of a done cell, as sequential calibration needs it (suite/run/sequential_schedule.h).
+struct DoneRecord {
+  std::uint64_t cell_id = 0;
+  records::CellStatus status = records::CellStatus::ok;
+  double score = 0;
+};
+
 struct ResumeScan {
   std::vector<std::uint64_t> done_cells;      // sorted, unique: published + salvaged
+  std::vector<DoneRecord> done_records;       // the same cells in the same order, with outcomes
   std::vector<records::CellRecord> salvaged;  // from .tmp shards, for cells no published shard has
   std::vector<std::string> salvaged_from;     // file names of the .tmp shards they come from
   std::size_t failed_to_retry = 0;            // retry_failed: oom/error cells left pending
@@ -51,7 +59,17 @@ struct ResumeScan {
   std::size_t duplicate_records = 0;  // cells seen in more than one published shard
   std::size_t temporary_shards = 0;
   std::vector<std::string> messages;  // one line per notable finding, for stderr
+  // A published shard of records schema < 4 (random cells keyed by the attention backend) when
+  // the study also holds records of the random method; "" otherwise (require_same_random_keys).
+  std::string backend_keyed_random_shard;
 };
+
+// Refuses (InputError naming the shard and the way out) to add random cells keyed without the
+// attention backend (records schema 4, methods/random.h) to a study whose recorded random cells
+// were keyed with it, when cells of a `random` method config are still pending: the two halves of
+// such a study would not be one preregistered draw. `pending_random_cells` = how many are pending.
+void require_same_random_keys(const ResumeScan& scan, std::size_t pending_random_cells,
+                              const std::filesystem::path& shards_dir);
 
 // Scans <shards_dir> (absent: a first run, nothing done). Throws InputError for a malformed
 // published shard or a shard of another manifest (read_study).

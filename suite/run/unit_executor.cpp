@@ -14,6 +14,7 @@
 #include "runners/unit/unit_runner.h"
 #include "suite/benchmarks/metrics/task_scoring.h"
 #include "suite/manifest/method_configs.h"
+#include "suite/records/content_digests.h"
 #include "suite/run/cell_identity.h"
 #include "suite/run/cuda_engine.h"
 #include "suite/run/generation_tokenizer.h"
@@ -151,7 +152,7 @@ struct UnitExecutor::Impl {
 
   // Everything after the base records: instance, fan-out, scores. Throws for unit-wide failures.
   void run(const manifest::Unit& unit, std::span<const manifest::Cell* const> cells,
-           std::vector<records::CellRecord>& out, std::vector<bool>& finished) {
+           std::vector<records::CellRecord>& out, std::vector<bool>& finished, UnitTrace* trace) {
     LoadedModel& m = loaded_model(unit.model);
     const manifest::Benchmark& bench = manifest.benchmarks[unit.benchmark];
     const std::string task = manifest::unit_task(manifest, unit);
@@ -167,7 +168,17 @@ struct UnitExecutor::Impl {
     const std::size_t n_context = instance.tokens.context.size();
     const std::size_t n_question = instance.tokens.question.size();
     const std::size_t n_prompt = n_context + n_question + instance.tokens.suffix.size();
+    const std::uint64_t prompt = records::prompt_digest(
+        instance.tokens.context, instance.tokens.question, instance.tokens.suffix);
+    if (trace != nullptr) {
+      trace->tokens = instance.tokens;
+      trace->layers = m.weights().config.num_layers;
+      trace->kv_heads = m.weights().config.num_kv_heads;
+      trace->selections.assign(cells.size(), std::nullopt);
+      trace->boundaries.assign(cells.size(), 0);
+    }
     for (auto& r : out) {
+      r.prompt_digest = prompt;
       r.nominal_length = static_cast<std::uint32_t>(instance.nominal_length);
       r.n_prompt_tokens = to_u32(n_prompt);
       r.n_context_tokens = to_u32(n_context);
@@ -197,7 +208,7 @@ struct UnitExecutor::Impl {
       }
       spec.budget = budget_of(cell);
       spec.protocol = cell.protocol;
-      spec.cell_key = cell.id;
+      spec.cell_key = manifest::selection_key(manifest, unit, cell);
       specs.push_back(spec);
       spec_of.push_back(i);
     }
@@ -208,6 +219,14 @@ struct UnitExecutor::Impl {
     run_options.decode.stop_token_ids = m.stop_ids();
     run_options.seed = manifest.study.seed;
     run_options.max_batch_cells = options.max_batch_cells;
+    const int layers = m.weights().config.num_layers;
+    const int kv_heads = m.weights().config.num_kv_heads;
+    run_options.kept_digest = [layers, kv_heads](const methods::Selection* selection,
+                                                 int boundary) {
+      return selection != nullptr ? records::kept_digest(selection->kept)
+                                  : records::full_kept_digest(layers, kv_heads, boundary);
+    };
+    run_options.keep_selections = trace != nullptr;
     // The one fan-out, on the engine of the unit's device and attention backend.
     const unit::UnitResult result =
         unit::run_unit(m.engine(device_for(m), unit.attention_backend), m.weights(),
@@ -223,6 +242,11 @@ struct UnitExecutor::Impl {
       finished[spec_of[k]] = true;
       r.prefill_ms = prefill_ms;
       r.full_bytes = static_cast<std::uint64_t>(c.candidate_entries) * bytes_per_entry;
+      r.kept_digest = c.kept_digest;
+      if (trace != nullptr) {
+        trace->boundaries[spec_of[k]] = c.boundary;
+        trace->selections[spec_of[k]] = c.selection;
+      }
       if (c.status != unit::CellStatus::ok) {
         r.status = records::CellStatus::error;
         r.error = c.error;
@@ -261,8 +285,9 @@ UnitExecutor::UnitExecutor(const manifest::Manifest& manifest, const manifest::E
 
 UnitExecutor::~UnitExecutor() = default;
 
-std::vector<records::CellRecord> UnitExecutor::execute(
-    const manifest::Unit& unit, std::span<const manifest::Cell* const> cells) {
+std::vector<records::CellRecord> UnitExecutor::execute(const manifest::Unit& unit,
+                                                       std::span<const manifest::Cell* const> cells,
+                                                       UnitTrace* trace) {
   const manifest::Manifest& m = impl_->manifest;
   const auto& units = impl_->expansion.units;
   if (unit.model >= m.models.size() || unit.benchmark >= m.benchmarks.size() ||
@@ -285,7 +310,7 @@ std::vector<records::CellRecord> UnitExecutor::execute(
   std::vector<bool> finished(cells.size(), false);
   if (!cells.empty()) {
     try {
-      impl_->run(unit, cells, out, finished);
+      impl_->run(unit, cells, out, finished, trace);
     } catch (const std::bad_alloc&) {
       fail_all(out, finished, records::CellStatus::oom, "out of memory while running the unit");
     } catch (const std::exception& e) {

@@ -45,6 +45,8 @@
 #include <span>
 #include <vector>
 
+#include "methods/method.h"
+#include "runners/unit/unit_runner.h"
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest.h"
 #include "suite/records/cell_record.h"
@@ -64,6 +66,19 @@ struct UnitExecutorOptions {
   std::optional<std::int64_t> max_context;
 };
 
+// What `kvaudit inspect --selections` needs beyond the records: the unit's prompt ids and each
+// requested cell's kept positions.
+struct UnitTrace {
+  unit::UnitTokens
+      tokens;  // context | question | suffix, as the records' prompt_digest hashed them
+  int layers = 0;
+  int kv_heads = 0;
+  // Per requested cell (the order given to execute): the kept positions of an evicting cell that
+  // ran; nullopt for a full-KV cell (it keeps 0..boundary−1 everywhere) or one that failed.
+  std::vector<std::optional<methods::Selection>> selections;
+  std::vector<int> boundaries;  // per requested cell: b (0 when it did not run)
+};
+
 class UnitExecutor {
  public:
   // `manifest` and `expansion` must outlive the executor. Paths in the manifest are resolved as
@@ -76,8 +91,11 @@ class UnitExecutor {
 
   // Runs `unit` for the given cells (all belonging to it, in any order; typically the cells not
   // yet recorded). Returns one record per cell, in the order given.
+  // With `trace`, also fills it (the unit's prompt and each cell's kept positions; the selections
+  // are kept in memory for the whole unit, so only for a few cells).
   std::vector<records::CellRecord> execute(const manifest::Unit& unit,
-                                           std::span<const manifest::Cell* const> cells);
+                                           std::span<const manifest::Cell* const> cells,
+                                           UnitTrace* trace = nullptr);
 
   // A cost estimate for scheduling: proportional to prompt length × (cells + decode share).
   static double estimated_cost(const manifest::Manifest& manifest, const manifest::Unit& unit);

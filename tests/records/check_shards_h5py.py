@@ -24,6 +24,18 @@ import record_formula as rf  # noqa: E402
 MANIFEST_TEXT = '{"study":"records-test"}\n'
 
 
+def cpu_model():
+    """The first "model name" of /proc/cpuinfo, as the writer reads it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name") and ":" in line:
+                    return line.split(":", 1)[1].rstrip("\n").lstrip(" \t")
+    except OSError:
+        pass
+    return ""
+
+
 def clean_environment(extra):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("SLURM_") and k != "CUDA_VISIBLE_DEVICES"}
@@ -58,7 +70,7 @@ def check_shard(path, env, rank, world_size, attempt, first, count, tool_version
         hex40_or_unknown = re.compile(r"^([0-9a-f]{40}|unknown)$")
         anything = re.compile(r"^.*$", re.S)
         expected = {
-            "schema_version": ("int64", 3),
+            "schema_version": ("int64", 4),
             "manifest_sha256": rf.manifest_sha256(MANIFEST_TEXT),
             "manifest_path": "manifests/records-test ✓.toml",
             "n_cells_manifest": ("uint64", 1000000),
@@ -93,6 +105,8 @@ def check_shard(path, env, rank, world_size, attempt, first, count, tool_version
             "n_records": ("uint64", count),
             "launch_id": "0a1b2c3d",
             "salvaged_from": "",
+            "cpu_model": cpu_model(),
+            "blas_core": "",
         }
         rf.check_attributes(path, f, expected)
         unexpected = set(f.attrs.keys()) - set(expected)

@@ -39,7 +39,8 @@ FIELDS = [
     ("n_generated_tokens", "u32"), ("kept_tokens", "u64"), ("kept_bytes", "u64"),
     ("full_bytes", "u64"), ("realised_retention", "f64"), ("score", "f64"),
     ("t_start_ns", "i64"), ("t_end_ns", "i64"), ("prefill_ms", "f64"), ("decode_ms", "f64"),
-    ("error", "str"), ("output", "str"), ("record_digest", "u64"),
+    ("error", "str"), ("output", "str"), ("prompt_digest", "u64"), ("kept_digest", "u64"),
+    ("record_digest", "u64"),
 ]
 SIZES = {"u32": 4, "u64": 8, "i32": 4, "i64": 8, "f64": 8, "enum": 1}
 STRUCT_FORMAT = {"u32": "<I", "u64": "<Q", "i32": "<i", "i64": "<q", "f64": "<d", "enum": "<b"}
@@ -132,6 +133,8 @@ def formula_record(g, rank, attempt):
         "decode_ms": float(g) / 3.0 if status == 0 else NAN,
         "error": "" if status == 0 else "cell %d failed: %s" % (g, MULTIBYTE),
         "output": output,
+        "prompt_digest": ((g * 0x9E3779B97F4A7C15) & MASK64) ^ 0xFFFFFFFF00000000,
+        "kept_digest": 0 if g % 5 == 0 else MASK64 - g * 7,
     }
 
 

@@ -239,8 +239,8 @@ void rewrite_as_schema_1(const std::filesystem::path& file) {
   const h5::Datatype v1 = make_record_memory_type(1);
   const std::array<hsize_t, 1> dims{static_cast<hsize_t>(n)};
   const h5::Dataspace fixed(H5Screate_simple(1, dims.data(), nullptr));
-  const h5::Dataset new_records(H5Dcreate2(f.get(), "records", v1.get(), fixed.get(), H5P_DEFAULT,
-                                           H5P_DEFAULT, H5P_DEFAULT));
+  const h5::Dataset new_records(
+      H5Dcreate2(f.get(), "records", v1.get(), fixed.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   ASSERT_TRUE(new_records.valid());
   ASSERT_GE(H5Dwrite(new_records.get(), v1.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, rows.data()), 0);
   H5Dvlen_reclaim(v2.get(), space.get(), H5P_DEFAULT, rows.data());
@@ -348,10 +348,10 @@ TEST(MalformedShard, UnsupportedSchemaVersionIsAnInputError) {
   const auto a = publish_formula_shard(dir.path(), 0, 0, 0, 4);
   {
     const h5::File f = open_for_edit(a);
-    h5::write_int64_attribute(f.get(), "schema_version", 4, a.string());
+    h5::write_int64_attribute(f.get(), "schema_version", 5, a.string());
   }
   EXPECT_EQ(input_error_of([&] { read_shard(a); }),
-            a.string() + ": schema_version 4 is not supported (this build reads versions 1 to 3)");
+            a.string() + ": schema_version 5 is not supported (this build reads versions 1 to 4)");
 }
 
 TEST(MalformedShard, MissingOrMistypedProvenanceAttributeIsAnInputError) {

@@ -11,8 +11,8 @@
 #include <regex>
 #include <string>
 
-#include "suite/common/build_info.h"
 #include "base/errors.h"
+#include "suite/common/build_info.h"
 #include "suite/records/shard_name.h"
 #include "suite/records/shard_reader.h"
 #include "tests/records/record_formula.h"
@@ -302,7 +302,7 @@ TEST(Provenance, FillProcessProvenanceTakesBuildHdf5HostAndSlurmEnvironment) {
             std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release));
   EXPECT_FALSE(p.hostname.empty());
   EXPECT_EQ(p.rng, "philox4x32-10");
-  EXPECT_EQ(p.schema_version, 3);
+  EXPECT_EQ(p.schema_version, 4);
 }
 
 }  // namespace

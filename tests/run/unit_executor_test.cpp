@@ -31,6 +31,7 @@
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
+#include "suite/records/content_digests.h"
 
 namespace kvaudit::run {
 namespace {
@@ -157,6 +158,8 @@ void expect_same_non_timing(const CellRecord& a, const CellRecord& b) {
   EXPECT_TRUE(same_double(a.score, b.score));
   EXPECT_EQ(a.error, b.error);
   EXPECT_EQ(a.output, b.output);
+  EXPECT_EQ(a.prompt_digest, b.prompt_digest);
+  EXPECT_EQ(a.kept_digest, b.kept_digest);
 }
 
 // The full-KV cells of niah_single_1 at 512 tokens: SmolLM2-135M retrieves the needle.
@@ -196,8 +199,9 @@ class SmolLM2StudyTest : public ::testing::Test {
     for (std::size_t u = 0; u < study_->expansion.units.size(); ++u) {
       const auto started = std::chrono::steady_clock::now();
       records_[u] = executor_->execute(study_->expansion.units[u], study_->cells_of[u]);
-      std::cout << "unit " << u << " (" << attention_backend_name(study_->expansion.units[u].attention_backend)
-                << ", " << records_[u].size() << " cells): "
+      std::cout << "unit " << u << " ("
+                << attention_backend_name(study_->expansion.units[u].attention_backend) << ", "
+                << records_[u].size() << " cells): "
                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()
                 << " s\n";
     }
@@ -258,7 +262,8 @@ TEST_F(SmolLM2StudyTest, EveryCellRecordIsFilledAndFullKvAnswersAreRight) {
         EXPECT_EQ(r.method_id, config.method);
         EXPECT_EQ(r.params_digest, manifest::params_digest(manifest::canonical_method(m, config)));
       }
-      EXPECT_EQ(records::enum_name(r.attention_backend), attention_backend_name(unit.attention_backend));
+      EXPECT_EQ(records::enum_name(r.attention_backend),
+                attention_backend_name(unit.attention_backend));
       EXPECT_EQ(records::enum_name(r.protocol), protocol_name(cell.protocol));
       EXPECT_EQ(r.split, records::Split::none);
       EXPECT_EQ(r.instance, 0u);
@@ -281,10 +286,15 @@ TEST_F(SmolLM2StudyTest, EveryCellRecordIsFilledAndFullKvAnswersAreRight) {
       EXPECT_EQ(r.kept_bytes, r.kept_tokens * kBytesPerEntry);
       EXPECT_DOUBLE_EQ(r.realised_retention,
                        static_cast<double>(r.kept_bytes) / static_cast<double>(r.full_bytes));
+      // Content digests (records schema 4): present; a full-KV cell kept every position.
+      EXPECT_NE(r.prompt_digest, 0u);
+      EXPECT_NE(r.kept_digest, 0u);
       switch (cell.budget_kind) {
         case manifest::BudgetKind::none:
           EXPECT_EQ(r.budget_kind, records::BudgetKind::none);
           EXPECT_EQ(r.kept_tokens, boundary * kHeads);
+          EXPECT_EQ(r.kept_digest,
+                    records::full_kept_digest(30, 3, static_cast<int>(boundary)));  // SmolLM2
           EXPECT_TRUE(std::isnan(r.compression) && std::isnan(r.retention) &&
                       std::isnan(r.threshold));
           break;
@@ -314,9 +324,10 @@ TEST_F(SmolLM2StudyTest, EveryCellRecordIsFilledAndFullKvAnswersAreRight) {
       EXPECT_GE(r.t_end_ns, r.t_start_ns);
       EXPECT_GT(r.prefill_ms, 0.0);
       EXPECT_GT(r.decode_ms, 0.0);
-      std::cout << "  " << records::enum_name(r.attention_backend) << " " << records::enum_name(r.protocol)
-                << " " << r.method << ": score " << r.score << ", kept " << r.realised_retention
-                << ", " << r.n_generated_tokens << " tokens: \"" << r.output << "\"\n";
+      std::cout << "  " << records::enum_name(r.attention_backend) << " "
+                << records::enum_name(r.protocol) << " " << r.method << ": score " << r.score
+                << ", kept " << r.realised_retention << ", " << r.n_generated_tokens
+                << " tokens: \"" << r.output << "\"\n";
     }
   }
   expect_plausible_full_kv_answers(records_);
