@@ -12,6 +12,12 @@
 //      the current world size (suite/run/sharding.h; cost = UnitExecutor::estimated_cost scaled
 //      by the fraction of the unit's cells still pending) and runs its own units longest first
 //      (suite/run/rank_loop.h), printing progress to stderr.
+//      Sequential calibration (certification blocks with sequential = true; suite/run/
+//      sequential_schedule.h): rank 0 also broadcasts the status and score of every done cell;
+//      every rank builds the same scheduler, feeds it those outcomes, and the rank loop runs the
+//      calibration units in waves in the preregistered order before the LPT share of what remains
+//      (cells of candidates whose test decided are dropped; they count as done). At the end rank 0
+//      publishes <output_dir>/sequential/<block>.json for every block whose runs are finished.
 //   3. SIGUSR1/SIGTERM/SIGINT/SIGPIPE: each rank finishes its current unit, publishes its shard and
 //      stops. Rank 0 holds the study directory's run lock (suite/run/study_lock.h) from before
 //      the resume scan to the end, so a second launch on the same study exits 1 at once.
@@ -32,9 +38,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/errors.h"
+#include "runners/cpu/openblas_core.h"
 #include "runners/model/model_error.h"
 #include "suite/cli/command.h"
 #include "suite/cli/compute_device.h"
@@ -48,6 +56,7 @@
 #include "suite/run/progress.h"
 #include "suite/run/rank_loop.h"
 #include "suite/run/resume.h"
+#include "suite/run/sequential_schedule.h"
 #include "suite/run/sharding.h"
 #include "suite/run/stop_signal.h"
 #include "suite/run/study_lock.h"
@@ -138,6 +147,9 @@ struct LaunchState {
   std::int64_t rank0_first_seq = 0;  // 1 when rank 0 used seq 0 for the salvage shard
   std::int64_t launch_id = 0;        // records::make_launch_id() as a number (8 hex digits)
   std::vector<std::uint64_t> done_cells;
+  // Sequential calibration only: the status and score of every done cell (done_cells' order).
+  std::vector<std::int32_t> done_status;
+  std::vector<double> done_score;
 };
 
 std::string launch_id_text(std::int64_t id) {
@@ -165,6 +177,22 @@ void broadcast(LaunchState& s) {
   }
 }
 
+// Sequential calibration: rank 0's done outcomes to every rank (after broadcast()).
+void broadcast_done_outcomes(LaunchState& s) {
+  s.done_status.resize(s.done_cells.size());
+  s.done_score.resize(s.done_cells.size());
+  constexpr std::size_t kChunk = 1u << 24;
+  for (std::size_t offset = 0; offset < s.done_cells.size(); offset += kChunk) {
+    const std::size_t n = std::min(kChunk, s.done_cells.size() - offset);
+    mpi_check(MPI_Bcast(s.done_status.data() + offset, static_cast<int>(n), MPI_INT32_T, 0,
+                        MPI_COMM_WORLD),
+              "MPI_Bcast");
+    mpi_check(
+        MPI_Bcast(s.done_score.data() + offset, static_cast<int>(n), MPI_DOUBLE, 0, MPI_COMM_WORLD),
+        "MPI_Bcast");
+  }
+}
+
 records::ShardWriterOptions writer_options(const manifest::Manifest& m,
                                            const manifest::Expansion& ex, const std::string& file,
                                            const std::string& sha, const std::string& canonical,
@@ -183,6 +211,7 @@ records::ShardWriterOptions writer_options(const manifest::Manifest& m,
   o.provenance.world_size = mpi.size();
   o.provenance.local_rank = mpi.local_rank();
   o.provenance.global_seed = m.study.seed;
+  o.provenance.blas_core = cpu::openblas_core_name();
   o.provenance.attempt = static_cast<int>(launch.attempt);
   o.launch_pid = launch.launch_pid;
   o.launch_id = launch_id_text(launch.launch_id);
@@ -232,7 +261,7 @@ run::FailureTally gather_failures(const run::FailureTally& mine, int rank, int r
 
 void print_summary(const std::vector<double>& all, int ranks, std::size_t cells_total,
                    std::size_t cells_done_before, std::int64_t attempt, std::size_t salvaged_now,
-                   const run::FailureTally& failures) {
+                   const run::FailureTally& failures, std::size_t cells_dropped) {
   std::size_t written = 0, assigned = 0, unpublished = 0;
   std::array<std::size_t, 5> by_status{};
   int stop_signal = 0;
@@ -265,6 +294,10 @@ void print_summary(const std::vector<double>& all, int ranks, std::size_t cells_
   }
   std::cerr << "; " << cells_done_before + published_now << " of " << cells_total
             << " cells recorded in all";
+  if (cells_dropped > 0) {
+    std::cerr << " (+ " << cells_dropped
+              << " not needed: dropped by sequential calibration after their test decided)";
+  }
   if (remaining > 0) {
     std::cerr << "; " << remaining << " remain";
     if (stop_signal != 0) std::cerr << " (stopped by " << strsignal(stop_signal) << ")";
@@ -297,6 +330,7 @@ int run_study(const po::variables_map& vm) {
   std::string sha, canonical;
   std::filesystem::path shards_dir;
   LaunchState launch;
+  std::vector<run::SequentialPlan> sequential_plans;  // empty: no block has sequential = true
   std::exception_ptr error;
   try {
     m = manifest::load_manifest(file);
@@ -305,6 +339,7 @@ int run_study(const po::variables_map& vm) {
     canonical = manifest::canonical_text(*m);
     const auto out = study_output_dir(*m, vm);
     shards_dir = out / "shards";
+    sequential_plans = run::plan_sequential_calibration(*m, ex);
     if (root) {
       require_paths_exist(*m, "nothing was run");
       const auto lock = manifest::require_prereg_match(out, file, sha);
@@ -326,6 +361,23 @@ int run_study(const po::variables_map& vm) {
                   << " cell(s) recorded as oom or error will run again\n";
       }
       launch.done_cells = scan.done_cells;
+      if (!sequential_plans.empty()) {
+        for (const auto& done : scan.done_records) {
+          launch.done_status.push_back(static_cast<std::int32_t>(done.status));
+          launch.done_score.push_back(done.score);
+        }
+      }
+      if (!scan.backend_keyed_random_shard.empty()) {
+        std::size_t pending_random = 0;
+        for (const manifest::Cell& cell : ex.cells) {
+          if (cell.method < 0 ||
+              m->methods[static_cast<std::size_t>(cell.method)].method != "random")
+            continue;
+          if (!std::binary_search(scan.done_cells.begin(), scan.done_cells.end(), cell.id))
+            ++pending_random;
+        }
+        run::require_same_random_keys(scan, pending_random, shards_dir);
+      }
       if (!scan.salvaged.empty()) {
         const auto path = run::publish_salvaged_records(
             scan.salvaged, scan.salvaged_from,
@@ -348,26 +400,66 @@ int run_study(const po::variables_map& vm) {
   broadcast(launch);
   std::size_t unknown_done = 0;
   const auto pending = run::pending_units(ex, launch.done_cells, &unknown_done);
-  std::vector<run::WorkItem> items;
+  // LPT over the ranks of the given pending units; cost scaled by the fraction still pending.
+  const auto assign = [&](const std::vector<run::PendingUnit>& units) {
+    std::vector<run::WorkItem> work;
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      const auto& unit = ex.units[units[i].unit];
+      const double fraction = static_cast<double>(units[i].cells.size()) /
+                              static_cast<double>(std::max<std::uint32_t>(1, unit.n_cells));
+      work.push_back({unit.id, i, run::UnitExecutor::estimated_cost(*m, unit) * fraction});
+    }
+    return run::assign_longest_first(work, mpi.size());
+  };
   std::size_t pending_cells = 0;
-  for (std::size_t i = 0; i < pending.size(); ++i) {
-    const auto& unit = ex.units[pending[i].unit];
-    const double fraction = static_cast<double>(pending[i].cells.size()) /
-                            static_cast<double>(std::max<std::uint32_t>(1, unit.n_cells));
-    items.push_back({unit.id, i, run::UnitExecutor::estimated_cost(*m, unit) * fraction});
-    pending_cells += pending[i].cells.size();
-  }
-  const auto assignment = run::assign_longest_first(items, mpi.size());
+  for (const auto& unit : pending) pending_cells += unit.cells.size();
+  const auto assignment = assign(pending);
   const std::size_t done_before = launch.done_cells.size() - unknown_done;
+  // Sequential calibration: the same scheduler on every rank, fed the done cells' outcomes (the
+  // tests resume where the records leave them; cells of decided candidates are dropped).
+  std::optional<run::SequentialScheduler> scheduler;
+  std::size_t dropped_before = 0;
+  std::size_t pending_units_left = pending.size();
+  if (!sequential_plans.empty()) {
+    broadcast_done_outcomes(launch);
+    const auto never_drop = run::fixed_n_calibration_cells(*m, ex);
+    scheduler.emplace(std::move(sequential_plans), ex, pending, never_drop);
+    std::unordered_map<std::uint64_t, std::size_t> cell_index;
+    cell_index.reserve(ex.cells.size());
+    for (std::size_t c = 0; c < ex.cells.size(); ++c) cell_index.emplace(ex.cells[c].id, c);
+    std::vector<run::CellOutcome> done;
+    done.reserve(launch.done_cells.size());
+    for (std::size_t i = 0; i < launch.done_cells.size(); ++i) {
+      const auto it = cell_index.find(launch.done_cells[i]);
+      if (it == cell_index.end()) continue;
+      done.push_back({it->second, static_cast<records::CellStatus>(launch.done_status[i]),
+                      launch.done_score[i]});
+    }
+    scheduler->observe(done);
+    dropped_before = scheduler->dropped_cells().size();
+    // What is left to run once the decided candidates' cells are dropped (for the message).
+    const auto left = scheduler->remaining(pending);
+    pending_cells = 0;
+    for (const auto& unit : left) pending_cells += unit.cells.size();
+    pending_units_left = left.size();
+  }
   if (root) {
     std::cerr << "kvaudit run: attempt " << launch.attempt << ": " << ex.cells.size()
               << " cells in " << ex.units.size() << " units; " << done_before
-              << " already recorded; " << pending_cells << " cells in " << pending.size()
+              << " already recorded; " << pending_cells << " cells in " << pending_units_left
               << " units to run on " << mpi.size() << " rank(s)"
               << (mpi.size() > 1 ? " (LPT by estimated cost)" : "") << "\n";
     if (unknown_done > 0)
       std::cerr << "kvaudit run: " << unknown_done
                 << " recorded cell id(s) are not in the manifest's expansion (ignored)\n";
+    if (scheduler) {
+      std::cerr << "kvaudit run: sequential calibration of " << scheduler->plans().size()
+                << " certification run(s) first, in waves of " << mpi.size() << " unit(s)";
+      if (dropped_before > 0)
+        std::cerr << "; " << dropped_before
+                  << " pending cell(s) already dropped (their candidates' tests decided)";
+      std::cerr << "\n";
+    }
   }
 
   // Phase 3: this rank's units.
@@ -387,6 +479,13 @@ int run_study(const po::variables_map& vm) {
                                  root ? static_cast<std::uint32_t>(launch.rank0_first_seq) : 0);
     record_compute_device(device, loop.writer.provenance);
     loop.progress = &std::cerr;
+    if (scheduler) {
+      loop.sequential = run::SequentialPhase{
+          &*scheduler, run::mpi_wave_exchange(),
+          [&assign, &mpi](const std::vector<run::PendingUnit>& remaining) {
+            return assign(remaining).per_rank[static_cast<std::size_t>(mpi.rank())];
+          }};
+    }
     result = run::run_rank_loop(
         *m, ex, pending, assignment.per_rank[static_cast<std::size_t>(mpi.rank())],
         [&executor](const manifest::Unit& u, std::span<const manifest::Cell* const> cells) {
@@ -407,6 +506,45 @@ int run_study(const po::variables_map& vm) {
     }
   }
 
+  // Sequential calibration: once no rank failed, rank 0 publishes the decisions of the finished
+  // blocks (a file that exists must hold the same decisions).
+  std::size_t cells_dropped = 0;
+  if (scheduler) {
+    cells_dropped = scheduler->dropped_cells().size();
+    if (agree_on_code(code) == 0 && root) {
+      try {
+        for (const auto& path : scheduler->publish_decisions(study_output_dir(*m, vm))) {
+          std::cerr << "kvaudit run: sequential decisions written to " << path.string() << "\n";
+        }
+        for (std::size_t p = 0; p < scheduler->plans().size(); ++p) {
+          const auto& plan = scheduler->plans()[p];
+          std::cerr << "kvaudit run: sequential " << plan.name << ": "
+                    << scheduler->requests_observed(p) << " of " << plan.units.size()
+                    << " calibration request(s) observed";
+          for (std::size_t j = 0; j < plan.candidate_ids.size(); ++j) {
+            const auto& c = scheduler->candidates(p)[j];
+            std::cerr << "; " << plan.candidate_ids[j] << " "
+                      << (c.stopped_early
+                              ? std::string("stopped (an earlier candidate failed)")
+                              : std::string(stats::sequential_decision_name(c.decision)))
+                      << " after " << c.requests_used;
+          }
+          std::cerr << "\n";
+        }
+      } catch (...) {
+        error = std::current_exception();
+        code = exit_code_of(error);
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          std::cerr << "kvaudit run: " << (code == 1 ? "" : "internal error: ") << e.what() << "\n";
+        } catch (...) {
+          std::cerr << "kvaudit run: unknown internal error\n";
+        }
+      }
+    }
+  }
+
   // Phase 4: summary and the common exit code.
   const auto mine = stats_of(result, code);
   std::vector<double> all(root ? static_cast<std::size_t>(mpi.size()) * kStats : 0);
@@ -423,7 +561,7 @@ int run_study(const po::variables_map& vm) {
   const run::FailureTally failures = gather_failures(result.failures, mpi.rank(), mpi.size());
   if (root) {
     print_summary(all, mpi.size(), ex.cells.size(), done_before, launch.attempt, salvaged_now,
-                  failures);
+                  failures, cells_dropped);
   }
   run::restore_stop_handlers();
   if (agreed != 0) return agreed;

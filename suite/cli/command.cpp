@@ -2,16 +2,17 @@
 
 #include <iostream>
 
-#include "runners/model/model_error.h"
 #include "base/errors.h"
+#include "runners/model/model_error.h"
 #include "suite/manifest/diagnostics.h"
 
 namespace kvaudit::cli {
 
 const std::vector<Command>& commands() {
-  static const std::vector<Command> all = {plan_command(),    run_stage_command(),
-                                           reduce_command(),  generate_command(),
-                                           inspect_command(), stats_command(), version_command()};
+  static const std::vector<Command> all = {
+      plan_command(),     run_stage_command(), reduce_command(),
+      generate_command(), inspect_command(),   bundle_command(),
+      verify_command(),   stats_command(),     version_command()};
   return all;
 }
 

@@ -30,6 +30,8 @@ Command run_stage_command();
 Command reduce_command();
 Command generate_command();
 Command inspect_command();
+Command bundle_command();
+Command verify_command();
 Command stats_command();
 Command version_command();
 

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "base/errors.h"
 #include "runners/cpu/openblas_core.h"
 #include "suite/cli/command.h"
-#include "base/errors.h"
 
 namespace {
 
@@ -35,8 +35,12 @@ int main(int argc, char** argv) {
     return static_cast<int>(ExitCode::ok);
   }
   // Commands that run the model need OpenBLAS's fast kernels; this may re-execute the process with
-  // OPENBLAS_CORETYPE set (runners/cpu/openblas_core.h) before anything else happens.
-  if (name == "generate" || name == "run") kvaudit::cpu::ensure_fast_openblas_core(argv);
+  // OPENBLAS_CORETYPE set (runners/cpu/openblas_core.h) before anything else happens. inspect
+  // (--selections) and verify (--rerun) re-derive recorded cells: they must use the kernels
+  // `kvaudit run` used, or near-tied scores keep other positions (a different summation order).
+  if (name == "generate" || name == "run" || name == "inspect" || name == "verify") {
+    kvaudit::cpu::ensure_fast_openblas_core(argv);
+  }
   for (const auto& c : kvaudit::cli::commands()) {
     if (c.name == name || (name == "--version" && c.name == "version")) {
       return kvaudit::cli::run_command(c, std::vector<std::string>(argv + 2, argv + argc));

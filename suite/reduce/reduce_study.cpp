@@ -5,8 +5,8 @@
 #include <fstream>
 #include <thread>
 
-#include "suite/common/build_info.h"
 #include "base/errors.h"
+#include "suite/common/build_info.h"
 #include "suite/common/utc_time.h"
 #include "suite/reduce/analysis_context.h"
 #include "suite/reduce/cell_lookup.h"
@@ -105,6 +105,20 @@ ReduceResult reduce_study(const ReduceOptions& options) {
   const AnalysisContext ctx(frame, lookup, study.families, m.statistics.alpha, res.bootstrap);
   res.certification = compute_certification(ctx);
   watch.lap("certification: " + std::to_string(res.certification.runs.size()) + " (block, model)");
+  // Cells a sequential calibration did not need are skipped, not missing.
+  for (const auto& run : res.certification.runs) {
+    if (!run.sequential_skipped.empty()) {
+      mark_sequentially_skipped(frame, run.sequential_skipped, res.coverage);
+    }
+  }
+  if (!res.coverage.skipped.empty()) {
+    watch.lap("coverage: " + std::to_string(res.coverage.skipped.size()) +
+              " of the missing cells were not needed by a sequential calibration (skipped); " +
+              std::to_string(res.coverage.total.missing) + " missing");
+    res.warnings.push_back(std::to_string(res.coverage.skipped.size()) +
+                           " calibration cell(s) were not run by design: their candidates' "
+                           "sequential calibration had decided (coverage: skipped)");
+  }
   res.accuracy = compute_accuracy(ctx);
   watch.lap("accuracy: " + std::to_string(res.accuracy.rows.size()) + " rows");
   res.protocol_gap = compute_protocol_gap(ctx);
@@ -220,7 +234,7 @@ ReduceResult reduce_study(const ReduceOptions& options) {
   if (!res.backend_confound.full_kv.rows.empty() || !res.backend_confound.rankings.empty())
     doc.sections.push_back({"Backend confound (sdpa vs eager)",
                             "",
-                            tables({"backend_confound", "backend_rankings"}),
+                            tables({"backend_confound", "backend_rankings", "backend_selections"}),
                             {}});
   doc.sections.push_back(
       {"Accuracy", "", tables({"accuracy_by_budget", "accuracy"}), figures("accuracy_")});

@@ -12,6 +12,10 @@
 #                                  weights matching the config (make_tiny_hf_weights.py)
 #   write_tiny_study FILE MODEL_PATH FORMAT DTYPE TASKS LENGTH INSTANCES
 #                                  a one-model, one-RULER-benchmark, knorm study manifest
+#   write_backend_grid_study FILE OUTPUT_DIR NAME SEED SNAPKV_WINDOW
+#                                  the tiny HF model in $work/tiny: RULER niah_single_1/2 at 512
+#                                  tokens, random/knorm/snapkv at 0.5 and 0.75, both protocols,
+#                                  both attention backends (112 cells)
 # shellcheck disable=SC2154  # $work is set by the sourcing script (or start_cli_test)
 failures=0
 passed=0
@@ -94,5 +98,40 @@ methods = ["knorm"]
 compression = [0.5]
 protocols = ["query-aware"]
 attention_backends = ["sdpa"]
+EOF
+}
+write_backend_grid_study() {  # write_backend_grid_study FILE OUTPUT_DIR NAME SEED SNAPKV_WINDOW
+  cat >"$1" <<EOF
+[study]
+name = "$3"
+seed = $4
+output_dir = "$2"
+
+[[models]]
+name = "tiny"
+path = "$work/tiny"
+format = "hf"
+chat_template = "none"
+dtype = "f32"
+
+[[benchmarks]]
+name = "r"
+kind = "ruler"
+tasks = ["niah_single_1", "niah_single_2"]
+length = 512
+instances = 2
+
+[methods.random]
+[methods.knorm]
+[methods.snapkv]
+window = $5
+
+[[grids]]
+name = "g"
+benchmarks = ["r"]
+methods = ["random", "knorm", "snapkv"]
+compression = [0.5, 0.75]
+protocols = ["query-aware", "query-agnostic"]
+attention_backends = ["sdpa", "eager"]
 EOF
 }
