@@ -201,8 +201,9 @@ std::string readme(const reduce::LoadedStudy& s, const BundleSummary& sum,
     o << "Recorded compute: " << seconds_text(total) << " of rank time for " << cells
       << " cells in " << units.size() << " unit runs (mean " << seconds_text(per_unit)
       << " per unit, " << std::setprecision(3) << per_cell
-      << " s per cell). `verify --rerun K` re-runs each chosen cell's whole unit, as `kvaudit "
-         "run` ran it, so on the recorded hardware it takes at most about K × "
+      << " s per cell when a unit runs all its cells). `verify --rerun K` runs each chosen cell "
+         "with only the other chosen cells of its unit, re-doing the unit's prefill and decoding, "
+         "so on the recorded hardware it takes at most about K × "
       << seconds_text(per_unit) << ":\n\n"
       << "| cells re-run | estimate |\n|---|---|\n";
     for (const std::size_t k : {std::size_t{20}, std::size_t{100}}) {

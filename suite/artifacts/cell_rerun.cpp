@@ -96,19 +96,12 @@ RerunSummary rerun_cells(const reduce::LoadedStudy& study, const RerunOptions& o
   sum.chosen = options.cells;
   for (const auto& [unit_index, recorded] : by_unit) {
     const manifest::Unit& unit = study.expansion.units[unit_index];
-    // The whole unit, as `kvaudit run` executed it: a cell's kept positions among near-tied
-    // scores can depend on the other cells of its unit (see docs/ARTIFACTS.md), so the chosen
-    // cells are re-run together with the rest of their unit and only they are compared.
     std::vector<const manifest::Cell*> cells_now;
-    for (const manifest::Cell& c : cells) {
-      if (c.unit == unit_index) cells_now.push_back(&c);
-    }
-    const std::vector<records::CellRecord> all_now = executor.execute(unit, cells_now);
-    std::map<std::uint64_t, const records::CellRecord*> now_of;
-    for (const auto& r : all_now) now_of[r.cell_id] = &r;
+    for (const auto* r : recorded) cells_now.push_back(cell_of.at(r->cell_id));
+    const std::vector<records::CellRecord> now = executor.execute(unit, cells_now);
     for (std::size_t k = 0; k < recorded.size(); ++k) {
       const records::CellRecord& a = *recorded[k];
-      const records::CellRecord& b = *now_of.at(a.cell_id);
+      const records::CellRecord& b = now[k];
       std::vector<std::string> what;
       if (b.status != records::CellStatus::ok) what.push_back("status " + b.error);
       if (a.output != b.output) what.emplace_back("output");

@@ -6,10 +6,9 @@
 // platform; index = draw mod remaining), the first K taken. The seed is printed.
 // Models: every model of a chosen cell must be given as NAME=PATH (the bundle carries no weights);
 // each file given must match the lock's fingerprint (size + SHA-256), else nothing is re-run.
-// Execution: suite/run's UnitExecutor on the CPU backend, each chosen cell's whole unit (every
-// cell the manifest gives the unit, as `kvaudit run` executed it: a cell's kept positions among
-// near-tied scores were seen to depend on the other cells of its unit), comparing the chosen
-// cells only.
+// Execution: suite/run's UnitExecutor on the CPU backend (the process forces the OpenBLAS kernels
+// `kvaudit run` uses: another kernel set sums in another order, which moves near-tied scores),
+// the chosen cells of one unit together — a record depends only on its cell (unit_executor.h).
 // Comparison per cell: status, output, score (bit for bit), prompt digest and kept digest (when
 // the record has them). A mismatch says whether the recorded device (the shard that wrote the
 // record: a GPU name and a bf16 model mean the CUDA backend) or backend differs from the re-run's.

@@ -74,17 +74,10 @@ int inspect_selections(const InspectSelectionsOptions& options) {
 
   run::UnitExecutorOptions executor_options;  // the CPU backend, as on a machine without a GPU
   run::UnitExecutor executor(study.manifest, study.expansion, executor_options);
-  // The whole unit, as `kvaudit run` executed it (a cell's kept positions among near-tied scores
-  // can depend on the other cells of its unit); the requested cell is reported.
-  std::vector<const manifest::Cell*> unit_cells;
-  std::size_t at = 0;
-  for (const manifest::Cell& c : cells) {
-    if (c.unit != cell->unit) continue;
-    if (c.id == id) at = unit_cells.size();
-    unit_cells.push_back(&c);
-  }
   run::UnitTrace trace;
-  const std::vector<records::CellRecord> again = executor.execute(unit, unit_cells, &trace);
+  const manifest::Cell* one[] = {&*cell};
+  const std::vector<records::CellRecord> again = executor.execute(unit, one, &trace);
+  const std::size_t at = 0;
   const records::CellRecord& now = again.at(at);
   if (now.status != records::CellStatus::ok) {
     std::cerr << "inspect: cell " << id_hex(id)

@@ -1,11 +1,11 @@
 // kvaudit inspect STUDY --cell ID --selections [--out FILE]: re-derives one recorded cell and shows
 // what it answered from and what it kept.
 //
-// The study is loaded as reduce loads it (lock, manifest, expansion, verified shards); the cell's
-// whole unit is re-run on the CPU, every cell the manifest gives it, as `kvaudit run` ran it
-// (suite/run/unit_executor.h with a UnitTrace: the same instance building, tokenization, methods
-// and fan-out) — a cell's kept positions among near-tied scores were seen to depend on the other
-// cells of its unit — and the requested cell is reported. Written to FILE (default:
+// The study is loaded as reduce loads it (lock, manifest, expansion, verified shards); the cell
+// is re-run alone on the CPU (suite/run/unit_executor.h with a UnitTrace: the same instance
+// building, tokenization, method and fan-out as `kvaudit run`; a record depends only on its cell),
+// with the OpenBLAS kernels `run` uses (main.cpp forces them for inspect as for run: another
+// kernel set sums in another order, which moves near-tied scores). Written to FILE (default:
 // standard output), as JSON lines:
 //   line 1   {"cell_id", "unit_id", "model", "task", "instance", "method", "budget_kind",
 //            "budget", "protocol", "attention_backend", "boundary", "layers", "kv_heads",
