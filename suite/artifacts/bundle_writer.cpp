@@ -282,9 +282,7 @@ BundleSummary make_bundle(const BundleOptions& options, std::ostream& log) {
   }
 
   const bool tar = options.out.extension() == ".tar";
-  const fs::path parent = fs::absolute(options.out).parent_path().empty()
-                              ? fs::current_path()
-                              : fs::absolute(options.out).parent_path();
+  const fs::path parent = fs::absolute(options.out).parent_path();
   if (!fs::is_directory(parent)) {
     throw InputError(options.out.string() + ": its directory " + parent.string() +
                      " does not exist");

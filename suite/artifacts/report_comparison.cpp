@@ -35,14 +35,10 @@ struct StoredTable {
 };
 
 std::string exact(double v) {
-  char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  return std::string(buffer) + " [0x" + [&] {
-    char hex[20];
-    std::snprintf(hex, sizeof hex, "%016llx",
-                  static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(v)));
-    return std::string(hex);
-  }() + "]";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.17g [0x%016llx]", v,
+                static_cast<unsigned long long>(std::bit_cast<std::uint64_t>(v)));
+  return buffer;
 }
 
 StoredTable read_table(hid_t file_id, const std::string& id, const std::string& file) {

@@ -77,8 +77,7 @@ int inspect_selections(const InspectSelectionsOptions& options) {
   run::UnitTrace trace;
   const manifest::Cell* one[] = {&*cell};
   const std::vector<records::CellRecord> again = executor.execute(unit, one, &trace);
-  const std::size_t at = 0;
-  const records::CellRecord& now = again.at(at);
+  const records::CellRecord& now = again.at(0);
   if (now.status != records::CellStatus::ok) {
     std::cerr << "inspect: cell " << id_hex(id)
               << " did not run again: " << records::enum_name(now.status) << ": " << now.error
@@ -92,7 +91,7 @@ int inspect_selections(const InspectSelectionsOptions& options) {
     if (!file) throw InputError(options.out->string() + ": cannot be written (--out)");
   }
   std::ostream& out = options.out ? static_cast<std::ostream&>(file) : std::cout;
-  const int boundary = trace.boundaries.at(at);
+  const int boundary = trace.boundaries.at(0);
   json head = {
       {"cell_id", id_hex(id)},
       {"unit_id", id_hex(unit.id)},
@@ -122,7 +121,7 @@ int inspect_selections(const InspectSelectionsOptions& options) {
         {"output", record->output}}},
   };
   out << head.dump() << "\n";
-  const std::optional<methods::Selection>& selection = trace.selections.at(at);
+  const std::optional<methods::Selection>& selection = trace.selections.at(0);
   for (int l = 0; l < trace.layers; ++l) {
     for (int h = 0; h < trace.kv_heads; ++h) {
       json line = {{"layer", l}, {"kv_head", h}};

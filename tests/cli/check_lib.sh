@@ -12,6 +12,8 @@
 #                                  weights matching the config (make_tiny_hf_weights.py)
 #   write_tiny_study FILE MODEL_PATH FORMAT DTYPE TASKS LENGTH INSTANCES
 #                                  a one-model, one-RULER-benchmark, knorm study manifest
+#   start_model_cli_test KVAUDIT_BINARY SOURCE_DIR WORK_DIR
+#                                  start_cli_test + the environment of model-running tests ($py)
 #   write_backend_grid_study FILE OUTPUT_DIR NAME SEED SNAPKV_WINDOW
 #                                  the tiny HF model in $work/tiny: RULER niah_single_1/2 at 512
 #                                  tokens, random/knorm/snapkv at 0.5 and 0.75, both protocols,
@@ -59,6 +61,17 @@ start_cli_test() {  # start_cli_test KVAUDIT_BINARY SOURCE_DIR WORK_DIR
   rm -rf "$3"
   mkdir -p "$3"
   work=$(realpath "$3")
+}
+start_model_cli_test() {  # start_model_cli_test KVAUDIT_BINARY SOURCE_DIR WORK_DIR
+  # start_cli_test, plus what tests that run a model (also under mpirun) need: OpenBLAS's AVX-512
+  # kernels and one thread (the kernels decide near-tied scores), Open MPI as root with
+  # oversubscription, and $py: Debian's python3 with h5py (python3-h5py; a pyenv shim may hide it).
+  start_cli_test "$1" "$2" "$3"
+  export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  # shellcheck disable=SC2034  # $py is for the sourcing script
+  py=/usr/bin/python3
+  [ -x "$py" ] || py=python3
 }
 make_tiny_hf_model() {  # make_tiny_hf_model DIR (needs $src)
   mkdir -p "$1"

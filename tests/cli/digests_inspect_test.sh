@@ -10,13 +10,8 @@
 set -u
 # shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
-start_cli_test "$1" "$2" "$3"
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+start_model_cli_test "$1" "$2" "$3"
 
-# h5py comes with Debian's python3 (python3-h5py), which a pyenv shim may hide.
-py=/usr/bin/python3
-[ -x "$py" ] || py=python3
 make_tiny_hf_model "$work/tiny"
 write_backend_grid_study "$work/a.toml" "$work/a" digests 11 16
 write_backend_grid_study "$work/b.toml" "$work/b" digests 11 16

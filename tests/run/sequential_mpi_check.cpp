@@ -13,54 +13,20 @@
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
 #include "suite/run/sequential_schedule.h"
+#include "tests/run/sequential_study_text.h"
 
 namespace {
 
 using namespace kvaudit;
 
-const char* kStudy = R"([study]
-name = "t"
-seed = 99
-output_dir = "out"
-
-[[models]]
-name = "m"
-path = "model.gguf"
-format = "gguf"
-chat_template = "chatml"
-
-[[benchmarks]]
-name = "r"
-kind = "ruler"
-tasks = ["niah_single_1", "vt"]
-length = 1024
-instances = 300
-
-[methods.snapkv]
-
-[[grids]]
-name = "g"
-benchmarks = ["r"]
-methods = ["snapkv"]
-compression = [0.25, 0.5, 0.75]
-protocols = ["query-agnostic"]
-backends = ["sdpa"]
-
-[[certification]]
-name = "c"
-grid = "g"
-benchmark = "r"
-method = "snapkv"
-protocol = "query-agnostic"
-backend = "sdpa"
-candidates = [0.25, 0.5, 0.75]
-tau = 0.1
-epsilon = 0.05
-delta = 0.05
-calibration = 150
-test = 150
-sequential = true
-)";
+std::string study_text() {
+  run::testing::SequentialStudy study;
+  study.seed = 99;
+  study.instances = 300;
+  study.calibration = 150;
+  study.test = 150;
+  return run::testing::sequential_study_text(study);
+}
 
 // Full KV scores 1; candidates violate (score 0) with probability 0, 0.01, 0.3 by budget.
 run::CellOutcome synthetic(const manifest::Expansion& e, std::size_t cell) {
@@ -82,7 +48,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int mismatch = 0;
   try {
-    const auto m = manifest::parse_manifest(kStudy, "seq.toml");
+    const auto m = manifest::parse_manifest(study_text(), "seq.toml");
     const auto e = manifest::expand(m);
     std::vector<run::PendingUnit> pending(e.units.size());
     for (std::size_t u = 0; u < e.units.size(); ++u) pending[u].unit = u;

@@ -16,6 +16,7 @@
 #include "statistics/rng.h"
 #include "suite/manifest/expansion.h"
 #include "suite/manifest/manifest_parser.h"
+#include "tests/run/sequential_study_text.h"
 
 namespace kvaudit::run {
 namespace {
@@ -25,49 +26,11 @@ using stats::SequentialDecision;
 // 2 tasks × 400 instances, 200 + 200 calibration per task → n = 400 calibration requests; three
 // candidates of snapkv plus knorm cells that are not part of the block.
 std::string study_text(const std::string& block_extra = "sequential = true\n") {
-  return R"([study]
-name = "t"
-seed = 4242
-output_dir = "out"
-
-[[models]]
-name = "m"
-path = "model.gguf"
-format = "gguf"
-chat_template = "chatml"
-
-[[benchmarks]]
-name = "r"
-kind = "ruler"
-tasks = ["niah_single_1", "vt"]
-length = 1024
-instances = 400
-
-[methods.snapkv]
-[methods.knorm]
-
-[[grids]]
-name = "g"
-benchmarks = ["r"]
-methods = ["snapkv", "knorm"]
-compression = [0.25, 0.5, 0.75]
-protocols = ["query-aware", "query-agnostic"]
-backends = ["sdpa"]
-
-[[certification]]
-name = "c"
-grid = "g"
-benchmark = "r"
-method = "snapkv"
-protocol = "query-agnostic"
-backend = "sdpa"
-candidates = [0.25, 0.5, 0.75]
-tau = 0.1
-epsilon = 0.05
-delta = 0.05
-calibration = 200
-test = 200
-)" + block_extra;
+  testing::SequentialStudy study;
+  study.methods = "\"snapkv\", \"knorm\"";
+  study.protocols = "\"query-aware\", \"query-agnostic\"";
+  study.block_extra = block_extra;
+  return testing::sequential_study_text(study);
 }
 
 // What resume.h's pending_units gives (re-derived here so that this test needs no kvaudit_run):

@@ -14,6 +14,7 @@
 #include "suite/records/shard_reader.h"
 #include "suite/run/cell_identity.h"
 #include "suite/run/rank_loop.h"
+#include "tests/run/sequential_study_text.h"
 #include "tests/run_mpi/test_study.h"
 
 namespace kvaudit::run {
@@ -23,52 +24,22 @@ using testing::fresh_test_dir;
 
 // 2 tasks × 12 instances, 8 + 4 per task → n_max = 16 calibration requests; three knorm
 // candidates. With every loss 0, at ε = 0.9 and δ = 0.2 the tests certify after 3 requests.
-constexpr const char* kStudy = R"([study]
-name = "t"
-seed = 7
-output_dir = "out"
-
-[[models]]
-name = "m"
-path = "model.gguf"
-format = "gguf"
-chat_template = "chatml"
-
-[[benchmarks]]
-name = "r"
-kind = "ruler"
-tasks = ["niah_single_1", "vt"]
-length = 1024
-instances = 12
-
-[methods.knorm]
-
-[[grids]]
-name = "g"
-benchmarks = ["r"]
-methods = ["knorm"]
-compression = [0.25, 0.5, 0.75]
-protocols = ["query-agnostic"]
-backends = ["sdpa"]
-
-[[certification]]
-name = "c"
-grid = "g"
-benchmark = "r"
-method = "knorm"
-protocol = "query-agnostic"
-backend = "sdpa"
-candidates = [0.25, 0.5, 0.75]
-tau = 0.5
-epsilon = 0.9
-delta = 0.2
-calibration = 8
-test = 4
-sequential = true
-)";
+std::string study_text() {
+  run::testing::SequentialStudy study;
+  study.seed = 7;
+  study.instances = 12;
+  study.methods = "\"knorm\"";
+  study.block_method = "knorm";
+  study.tau = "0.5";
+  study.epsilon = "0.9";
+  study.delta = "0.2";
+  study.calibration = 8;
+  study.test = 4;
+  return run::testing::sequential_study_text(study);
+}
 
 struct Fixture {
-  manifest::Manifest manifest = manifest::parse_manifest(kStudy, "seq.toml");
+  manifest::Manifest manifest = manifest::parse_manifest(study_text(), "seq.toml");
   manifest::Expansion expansion = manifest::expand(manifest);
   std::vector<PendingUnit> pending = pending_units(expansion, {});
   SequentialScheduler scheduler{plan_sequential_calibration(manifest, expansion), expansion,
