@@ -28,8 +28,8 @@
 namespace {
 
 using kvaudit::AttentionBackend;
-using kvaudit::cpu::CpuModel;
 using kvaudit::LogitRows;
+using kvaudit::cpu::CpuModel;
 using kvaudit::cpu::SequenceState;
 
 constexpr int kDecodeContext = 512;

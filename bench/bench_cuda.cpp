@@ -183,9 +183,10 @@ void prefill(kc::CudaModel& model, int tokens, int repeats, double gemm_ceiling)
   }
   const double flops = linear_flops_per_token(c) * tokens + attention_flops(tokens, c) +
                        2.0 * c.hidden_size * double(c.vocab_size);
-  const std::string name = std::string("prefill ") +
-                           (model.attention_backend() == AttentionBackend::sdpa ? "sdpa" : "eager") +
-                           " Llama-3.1-8B shapes T=" + std::to_string(tokens);
+  const std::string name =
+      std::string("prefill ") +
+      (model.attention_backend() == AttentionBackend::sdpa ? "sdpa" : "eager") +
+      " Llama-3.1-8B shapes T=" + std::to_string(tokens);
   report(name, format("best %.1f ms (mean %.1f)", best * 1e3, total / repeats * 1e3));
   report("  " + name + " rate",
          format("%.0f TFLOP/s = MFU %.1f%% of 989; %.1f%% of measured GEMM ceiling",
@@ -216,8 +217,9 @@ void decode(kc::CudaModel& model, int batch, int context, int steps) {
   const double kv_bytes =
       double(batch) * (context + steps) * c.num_layers * c.num_kv_heads * c.head_dim * 2.0 * 2.0;
   const double bytes = double(kc::device_weight_bytes(c)) + kv_bytes;
-  report(std::string("decode ") + (model.attention_backend() == AttentionBackend::sdpa ? "sdpa" : "eager") +
-             " batch " + std::to_string(batch) + " ctx " + std::to_string(context),
+  report(std::string("decode ") +
+             (model.attention_backend() == AttentionBackend::sdpa ? "sdpa" : "eager") + " batch " +
+             std::to_string(batch) + " ctx " + std::to_string(context),
          format("%.2f ms/step, %.0f tok/s, %.0f GB/s effective", per_step * 1e3, batch / per_step,
                 bytes / per_step / 1e9));
 }

@@ -25,19 +25,19 @@
 #include <thread>
 #include <vector>
 
+#include "bench/courier_unit.h"
 #include "methods/method_factory.h"
 #include "runners/cpu/cpu_model.h"
 #include "runners/cpu/openblas_core.h"
-#include "runners/model/chat/prompt_split.h"
 #include "runners/model/formats/load_weights.h"
 #include "runners/model/tokenizer/tokenizer.h"
 #include "runners/unit/unit_runner.h"
 
 namespace {
 
+using kvaudit::Protocol;
 using kvaudit::unit::CellSpec;
 using kvaudit::unit::CellStatus;
-using kvaudit::Protocol;
 using kvaudit::unit::UnitResult;
 
 struct Arguments {
@@ -71,43 +71,6 @@ Arguments parse(int argc, char** argv) {
   return a;
 }
 
-std::string model_path() {
-  const char* env = std::getenv("KVAUDIT_BENCH_MODEL");
-  return env != nullptr ? std::string(env)
-                        : std::string(KVAUDIT_SOURCE_DIR) +
-                              "/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
-}
-
-// Numbered courier records until the rendered context reaches `tokens` tokens.
-kvaudit::unit::UnitTokens make_unit(const kvaudit::model::Tokenizer& tokenizer, int tokens) {
-  const char* const cities[] = {"Lisbon", "Oslo",   "Quito", "Hanoi", "Perth", "Tunis", "Lima",
-                                "Cairo",  "Dublin", "Accra", "Riga",  "Sofia", "Bern"};
-  const kvaudit::model::EncodeOptions plain{.add_special_tokens = false, .parse_special = true};
-  std::string context;
-  kvaudit::model::PromptParts parts;
-  for (int record = 1;; ++record) {
-    context += "Record " + std::to_string(record) + ": the courier from " + cities[record % 13] +
-               " delivered " + std::to_string(11 + record * 37 % 89) + " parcels to warehouse " +
-               static_cast<char>('A' + record % 26) + ". ";
-    if (record % 8 != 0) continue;
-    kvaudit::model::PromptSplitInput input;
-    input.kind = kvaudit::model::ChatTemplateKind::chatml;
-    input.context = context;
-    input.question = "How many parcels did record 17 deliver?";
-    input.answer_prefix = "Answer:";
-    parts = kvaudit::model::split_prompt(input);
-    if (static_cast<int>(tokenizer.encode(parts.prefix_plus_context, plain).size()) >= tokens) {
-      break;
-    }
-  }
-  kvaudit::unit::UnitTokens unit;
-  unit.context = tokenizer.encode(parts.prefix_plus_context, plain);
-  unit.context.resize(static_cast<std::size_t>(tokens));  // exactly `tokens` context tokens
-  unit.question = tokenizer.encode(parts.question, plain);
-  unit.suffix = tokenizer.encode(parts.suffix_plus_answer_prefix, plain);
-  return unit;
-}
-
 void print_phases(const char* route, const UnitResult& r) {
   std::printf(
       "  %-8s prefill %8.2f s  select %7.2f s  evict %6.2f s  feed %7.2f s  decode %7.2f s"
@@ -118,11 +81,12 @@ void print_phases(const char* route, const UnitResult& r) {
 
 int run(int argc, char** argv) {
   const Arguments args = parse(argc, argv);
-  const std::string path = model_path();
+  const std::string path = kvaudit::bench::bench_model_path();
   const kvaudit::model::ModelWeights weights = kvaudit::model::load_model_weights(path);
   const std::unique_ptr<kvaudit::model::Tokenizer> tokenizer = kvaudit::model::load_tokenizer(path);
   kvaudit::cpu::CpuModel model(weights, kvaudit::AttentionBackend::eager);
-  const kvaudit::unit::UnitTokens unit = make_unit(*tokenizer, args.context_tokens);
+  const kvaudit::unit::UnitTokens unit =
+      kvaudit::bench::make_courier_unit(*tokenizer, args.context_tokens);
 
   const kvaudit::methods::MethodConfig snap{
       .name = "snap", .id = "snapkv", .variant = "", .params = {}};

@@ -53,7 +53,7 @@ std::vector<std::vector<std::int32_t>> adakv_allocate(std::span<const float> sco
 }
 
 AdaKvMethod::AdaKvMethod(std::shared_ptr<const Scorer> scorer, double alpha, AdaKvVariant variant)
-    : scorer_(std::move(scorer)), alpha_(alpha), variant_(variant) {
+    : ScorerWrapperMethod("adakv", std::move(scorer)), alpha_(alpha), variant_(variant) {
   if (!scorer_) throw std::invalid_argument("adakv: null scorer");
   if (!(alpha >= 0.0 && alpha <= 1.0))
     throw std::invalid_argument("adakv: alpha must be in [0, 1]");

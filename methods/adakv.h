@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "methods/method.h"
+#include "methods/scorer_wrapper.h"
 
 namespace kvaudit::methods {
 
@@ -26,18 +27,13 @@ std::vector<std::vector<std::int32_t>> adakv_allocate(std::span<const float> sco
                                                       std::int64_t n_kept, double alpha,
                                                       AdaKvVariant variant);
 
-class AdaKvMethod : public Method {
+class AdaKvMethod : public ScorerWrapperMethod {
  public:
   AdaKvMethod(std::shared_ptr<const Scorer> scorer, double alpha, AdaKvVariant variant);
   Selection select(std::span<const LayerCapture> layers, const Budget& budget,
                    const SelectionContext& context) const override;
-  int window_needed() const override { return scorer_->window_needed(); }
-  bool needs_column_sums() const override { return scorer_->needs_column_sums(); }
-  bool needs_query_moments() const override { return scorer_->needs_query_moments(); }
-  std::string name() const override { return "adakv(" + scorer_->name() + ")"; }
 
  private:
-  std::shared_ptr<const Scorer> scorer_;
   double alpha_;
   AdaKvVariant variant_;
 };

@@ -4,6 +4,11 @@
 
 #include <utility>
 
+#include "methods/artefact_files.h"
+#include "methods/head_scores_file.h"
+#include "methods/param_lists.h"
+#include "methods/wrapper_budgets.h"
+
 namespace kvaudit::methods {
 namespace {
 
@@ -81,6 +86,19 @@ ParamSpec scorer_ref(std::string P::*field) {
   return spec;
 }
 
+// A file the method reads (ParamType::path), required (no default); `check_file` validates its
+// content at plan time (may be empty).
+template <typename P>
+ParamSpec file_path(std::string name, std::string P::*field, std::string doc,
+                    std::function<void(const std::string&)> check_file = {}) {
+  ParamSpec spec{.name = std::move(name), .type = ParamType::path, .doc = std::move(doc)};
+  spec.check_file = std::move(check_file);
+  spec.assign = [field](MethodParams& all, const ParamValue& value) {
+    std::get<P>(all).*field = std::get<std::string>(value);
+  };
+  return spec;
+}
+
 ParamSpec with_variant_default(ParamSpec spec, const std::string& variant, ParamValue value) {
   spec.variant_default[variant] = std::move(value);
   return spec;
@@ -113,6 +131,9 @@ std::vector<std::string> variant_names(const Names<E>& names) {
 }
 
 constexpr double kUnbounded = 0;  // max <= min: no upper bound
+
+const Names<CompactorVariant> kCompactorVariants{
+    {"kvpress", CompactorVariant::kvpress}, {"fixed_blending", CompactorVariant::fixed_blending}};
 
 const Names<SnapKvVariant> kSnapKvVariants{{"kvpress", SnapKvVariant::kvpress},
                                            {"original", SnapKvVariant::original}};
@@ -312,6 +333,415 @@ std::vector<MethodSpec> build_catalog() {
                                   "recent window always kept")},
                .is_scorer = false,
                .typed_defaults = plain<ReFreeKvParams>()});
+  c.push_back({.id = "lagkv",
+               .summary = "lag-relative key/value spread, ranked within partitions",
+               .citation = "Liang et al. 2025, 'LagKV: Lag-Relative Information of the KV Cache "
+                           "Tells Which Tokens Are Important'; kvpress LagKVPress",
+               .axis = BudgetAxis::ratio,
+               .variants = {},
+               .params = {integer("n_sink", &LagKvParams::n_sink, 0, kUnbounded,
+                                  "initial (sink) tokens always kept"),
+                          integer("lag_size", &LagKvParams::lag_size, 1, kUnbounded,
+                                  "partition length; each partition is scored against the next"),
+                          boolean("cross_scoring", &LagKvParams::cross_scoring,
+                                  "compare raw scores across partitions instead of ranks within "
+                                  "each")},
+               .is_scorer = true,
+               .typed_defaults = plain<LagKvParams>()});
+  c.push_back(
+      {.id = "cur",
+       .summary = "approximate leverage scores of keys and values (CUR decomposition)",
+       .citation = "Sengupta et al. 2025, 'Value-Guided KV Compression for LLMs via Approximated "
+                   "CUR Decomposition' (CurDKV); kvpress CURPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {integer("num_sinks", &CurParams::num_sinks, 0, kUnbounded,
+                          "initial tokens always kept"),
+                  choice("leverage_type", &CurParams::leverage_type,
+                         Names<CurLeverage>{{"key", CurLeverage::key},
+                                            {"value", CurLeverage::value},
+                                            {"kv_avg", CurLeverage::kv_avg},
+                                            {"kv_product", CurLeverage::kv_product}},
+                         "squared norms used: key, value, their mean or their product"),
+                  boolean("use_local_approximation", &CurParams::use_local_approximation,
+                          "normalise the squared norms within windows of local_window_size"),
+                  integer("local_window_size", &CurParams::local_window_size, 1, kUnbounded,
+                          "window length of the local approximation")},
+       .is_scorer = true,
+       .typed_defaults = plain<CurParams>()});
+  c.push_back({.id = "simlayerkv",
+               .summary = "lazy layers (attention on initial + recent tokens > threshold) keep "
+                          "only those; the threshold is the budget",
+               .citation = "Zhang et al. 2024, 'SimLayerKV: A Simple Framework for Layer-Level "
+                           "KV Cache Reduction'; kvpress SimLayerKVPress",
+               .axis = BudgetAxis::threshold,
+               .variants = {},
+               .params = {integer("n_last", &SimLayerKvParams::n_last, 1, kUnbounded,
+                                  "last queries whose attention decides laziness"),
+                          integer("n_recent", &SimLayerKvParams::n_recent, 2, kUnbounded,
+                                  "recent tokens in the test (lazy layers keep n_recent - n_last; "
+                                  "must exceed n_last)"),
+                          integer("n_initial", &SimLayerKvParams::n_initial, 0, kUnbounded,
+                                  "initial tokens in the test, kept by lazy layers")},
+               .is_scorer = false,
+               .typed_defaults = plain<SimLayerKvParams>(),
+               .check_params = [](const MethodParams& all) -> std::optional<ParamProblem> {
+                 const auto& p = std::get<SimLayerKvParams>(all);
+                 if (p.n_recent > p.n_last) return std::nullopt;
+                 return ParamProblem{"n_recent", "must be greater than n_last (" +
+                                                     std::to_string(p.n_last) +
+                                                     "): a lazy layer keeps the last n_recent - "
+                                                     "n_last tokens"};
+               },
+               .fixed_compression = {},
+               .larger_threshold_keeps_more = true});
+  {
+    const Names<KvzipVariant> kvzip_variants{{"kvzip", KvzipVariant::kvzip},
+                                             {"kvzip_plus", KvzipVariant::kvzip_plus}};
+    c.push_back(
+        {.id = "kvzip",
+         .summary = "max attention from a context-reconstruction pass, one budget over all layers",
+         .citation = "Kim et al. 2025, 'KVzip: Query-Agnostic KV Cache Compression with Context "
+                     "Reconstruction'; kvpress KVzipPress",
+         .axis = BudgetAxis::ratio,
+         .variants = variant_names(kvzip_variants),
+         .params = {boolean("layerwise", &KvzipParams::layerwise,
+                            "prune the same share in every layer (else one top-k over all layers)"),
+                    integer("n_sink", &KvzipParams::n_sink, 0, kUnbounded,
+                            "first positions always kept"),
+                    integer("chunk_size", &KvzipParams::chunk_size, 1, kUnbounded,
+                            "context tokens reconstructed per pass")},
+         .is_scorer = false,
+         .typed_defaults = with_variants(&KvzipParams::variant, kvzip_variants)});
+  }
+  {
+    ParamSpec k = integer("kernel_size", &CakeParams::kernel_size, 1, 255,
+                          "average pooling of the eviction indicator");
+    k.odd_only = true;
+    c.push_back(
+        {.id = "cake",
+         .summary = "layer budgets from window-attention dispersion (entropy x variance), "
+                    "attention mean + variance inside each layer",
+         .citation = "Qin et al. 2025, 'CAKE: Cascading and Adaptive KV Cache Eviction with Layer "
+                     "Preferences' (ICLR); official code antgroup/cakekv",
+         .axis = BudgetAxis::ratio,
+         .variants = {},
+         .params = {integer("window", &CakeParams::window, 2, kUnbounded,
+                            "observation window (always kept; at least 2 rows for the variance)"),
+                    std::move(k),
+                    real("tau1", &CakeParams::tau1, 0.01, 100, false,
+                         "temperature of the entropy in the layer preference"),
+                    real("tau2", &CakeParams::tau2, 0.01, 100, false,
+                         "temperature of the variance in the layer preference"),
+                    real("gamma", &CakeParams::gamma, 0, kUnbounded, false,
+                         "weight of the attention variance in the eviction indicator")},
+         .is_scorer = false,
+         .typed_defaults = plain<CakeParams>()});
+  }
+  c.push_back({.id = "squeezeattention",
+               .summary = "layer budgets from the attention block's cosine effect (3-means), "
+                          "any scorer inside each layer",
+               .citation = "Wang et al. 2025, 'SqueezeAttention: 2D Management of KV-Cache in LLM "
+                           "Inference via Layer-wise Optimal Budget' (ICLR); official code "
+                           "hetailang/SqueezeAttention",
+               .axis = BudgetAxis::ratio,
+               .variants = {},
+               .params = {scorer_ref(&SqueezeAttentionParams::scorer),
+                          real("class3_share", &SqueezeAttentionParams::class3_share, 0, 1, false,
+                               "budget of the least important layer group, as a share of the "
+                               "cell's per-layer budget")},
+               .is_scorer = false,
+               .typed_defaults = plain<SqueezeAttentionParams>()});
+  c.push_back(
+      {.id = "non_causal_attention",
+       .summary = "chunked non-causal attention received by each key times its value norm",
+       .citation = "Chari & Van Durme 2025, 'Compactor'; kvpress NonCausalAttnPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {integer("chunk_size", &NonCausalAttentionParams::chunk_size, 1, kUnbounded,
+                          "queries and keys attend only within chunks of this many "
+                          "positions")},
+       .is_scorer = true,
+       .typed_defaults = plain<NonCausalAttentionParams>()});
+  c.push_back(
+      {.id = "leverage",
+       .summary = "approximate leverage of the pre-RoPE keys under a Gaussian sketch",
+       .citation = "Chari & Van Durme 2025, 'Compactor'; kvpress LeverageScorePress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {integer("sketch_dimension", &LeverageParams::sketch_dimension, 1, kUnbounded,
+                          "columns of the Gaussian sketch (Philox keyed by the cell)")},
+       .is_scorer = true,
+       .typed_defaults = plain<LeverageParams>()});
+  c.push_back({.id = "compactor",
+               .summary = "leverage blended with non-causal attention, first and last tokens kept",
+               .citation = "Chari & Van Durme 2025, 'Compactor'; kvpress CompactorPress",
+               .axis = BudgetAxis::ratio,
+               .variants = variant_names(kCompactorVariants),
+               .params = {integer("sink_size_start", &CompactorParams::sink_size_start, 0,
+                                  kUnbounded, "first positions always kept"),
+                          integer("sink_size_end", &CompactorParams::sink_size_end, 0, kUnbounded,
+                                  "last positions always kept"),
+                          integer("chunk_size", &CompactorParams::chunk_size, 1, kUnbounded,
+                                  "chunk of the non-causal attention"),
+                          integer("sketch_dimension", &CompactorParams::sketch_dimension, 1,
+                                  kUnbounded, "columns of the leverage sketch"),
+                          real("blending", &CompactorParams::blending, 0, kUnbounded, false,
+                               "weight of the leverage scores (variant fixed_blending; the kvpress "
+                               "variant uses the cell's compression ratio)")},
+               .is_scorer = true,
+               .typed_defaults = with_variants(&CompactorParams::variant, kCompactorVariants)});
+  c.push_back({.id = "cap",
+               .summary = "value leverage under query-aligned capacity weights (CAPKV)",
+               .citation = "CAPKV, arXiv 2604.25975; kvpress CapPress",
+               .axis = BudgetAxis::ratio,
+               .variants = {},
+               .params = {real("tau", &CapParams::tau, 0, kUnbounded, false,
+                               "temperature of the query-key alignment weights"),
+                          integer("n_future_positions", &CapParams::n_future_positions, 1,
+                                  kUnbounded, "future positions of the averaged RoPE rotation"),
+                          integer("n_sink", &CapParams::n_sink, 0, kUnbounded,
+                                  "first positions excluded from scoring and kept"),
+                          real("epsilon", &CapParams::epsilon, 0, kUnbounded, false,
+                               "added to the weights before the square root")},
+               .is_scorer = true,
+               .typed_defaults = plain<CapParams>()});
+  {
+    // Group "wrappers": kvpress 0.5.5's wrapper presses (methods/per_layer_compression.h,
+    // composed.h, key_rerotation.h, chunk.h, entropy_gated_chunkkv.h, critical_adakv.h). List
+    // parameters are TOML arrays kept as canonical strings (catalog.h, param_lists.h).
+    const auto compression_ratio_list = [](std::string doc, auto assign_ratios) {
+      ParamSpec spec{.name = "compression_ratios",
+                     .type = ParamType::real_list,
+                     .doc = std::move(doc),
+                     .min = 0,
+                     .max = 1,
+                     .max_exclusive = true};
+      spec.assign = [assign_ratios](MethodParams& all, const ParamValue& value) {
+        assign_ratios(
+            all, parse_real_list(std::get<std::string>(value)).value_or(std::vector<double>{}));
+      };
+      return spec;
+    };
+    MethodSpec per_layer{
+        .id = "per_layer_compression",
+        .summary = "a scorer's top-k with one compression ratio per layer",
+        .citation = "kvpress PerLayerCompressionPress",
+        .axis = BudgetAxis::ratio,
+        .variants = {},
+        .params = {scorer_ref(&PerLayerCompressionParams::scorer),
+                   compression_ratio_list(
+                       "compression ratio of each layer, in layer order (one per layer of every "
+                       "model of the grid); the cells' compression must be their mean",
+                       [](MethodParams& all, std::vector<double> ratios) {
+                         std::get<PerLayerCompressionParams>(all).compression_ratios =
+                             std::move(ratios);
+                       })},
+        .is_scorer = false,
+        .typed_defaults = plain<PerLayerCompressionParams>()};
+    per_layer.fixed_compression = [](const MethodParams& p) -> std::optional<double> {
+      return mean_compression(std::get<PerLayerCompressionParams>(p).compression_ratios);
+    };
+    c.push_back(std::move(per_layer));
+
+    ParamSpec presses{.name = "presses",
+                      .type = ParamType::method_ref_list,
+                      .doc =
+                          "names of the scorer method configs applied in turn, each to what "
+                          "the previous one kept"};
+    presses.assign = [](MethodParams& all, const ParamValue& value) {
+      std::get<ComposedParams>(all).presses = split_name_list(std::get<std::string>(value));
+    };
+    MethodSpec composed{
+        .id = "composed",
+        .summary = "scorer presses applied in turn, each with its own compression ratio",
+        .citation = "kvpress ComposedPress",
+        .axis = BudgetAxis::ratio,
+        .variants = {},
+        .params = {std::move(presses),
+                   compression_ratio_list(
+                       "compression ratio of each press, in order; the cells' compression must "
+                       "be 1 - prod(1 - ratio)",
+                       [](MethodParams& all, std::vector<double> ratios) {
+                         std::get<ComposedParams>(all).compression_ratios = std::move(ratios);
+                       })},
+        .is_scorer = false,
+        .typed_defaults = plain<ComposedParams>()};
+    composed.check_params = [](const MethodParams& all) -> std::optional<ParamProblem> {
+      const auto& p = std::get<ComposedParams>(all);
+      if (p.compression_ratios.size() == p.presses.size()) return std::nullopt;
+      return ParamProblem{"compression_ratios",
+                          std::to_string(p.compression_ratios.size()) + " ratio(s) for " +
+                              std::to_string(p.presses.size()) + " presses (one per press)"};
+    };
+    composed.fixed_compression = [](const MethodParams& p) -> std::optional<double> {
+      return composed_compression(std::get<ComposedParams>(p).compression_ratios);
+    };
+    c.push_back(std::move(composed));
+
+    c.push_back({.id = "key_rerotation",
+                 .summary = "a scorer's top-k, kept keys re-rotated to contiguous positions",
+                 .citation = "kvpress KeyRerotationPress (StreamingLLM's and FINCH's position "
+                             "shift)",
+                 .axis = BudgetAxis::ratio,
+                 .variants = {},
+                 .params = {scorer_ref(&KeyRerotationParams::scorer)},
+                 .is_scorer = false,
+                 .typed_defaults = plain<KeyRerotationParams>()});
+    c.push_back({.id = "chunk",
+                 .summary = "a scorer's top-k inside each fixed-size chunk independently",
+                 .citation = "Corallo & Papotti 2024, 'FINCH'; kvpress ChunkPress",
+                 .axis = BudgetAxis::ratio,
+                 .variants = {},
+                 .params = {scorer_ref(&ChunkParams::scorer),
+                            integer("chunk_length", &ChunkParams::chunk_length, 1, kUnbounded,
+                                    "tokens per independently compressed chunk")},
+                 .is_scorer = false,
+                 .typed_defaults = plain<ChunkParams>()});
+    MethodSpec entropy_gated{
+        .id = "entropy_gated_chunkkv",
+        .summary = "ChunkKV whose low-entropy important chunks keep only their best tokens",
+        .citation = "Liu et al. 2025, 'ChunkKV'; kvpress EntropyGatedChunkKVPress",
+        .axis = BudgetAxis::ratio,
+        .variants = {},
+        .params = {scorer_ref(&EntropyGatedChunkKvParams::scorer),
+                   integer("chunk_length", &EntropyGatedChunkKvParams::chunk_length, 2, kUnbounded,
+                           "tokens per chunk (> low_entropy_chunk_length)"),
+                   integer("low_entropy_chunk_length",
+                           &EntropyGatedChunkKvParams::low_entropy_chunk_length, 1, kUnbounded,
+                           "tokens kept of an important low-entropy chunk")},
+        .is_scorer = false,
+        .typed_defaults = plain<EntropyGatedChunkKvParams>()};
+    entropy_gated.check_params = [](const MethodParams& all) -> std::optional<ParamProblem> {
+      const auto& p = std::get<EntropyGatedChunkKvParams>(all);
+      if (p.chunk_length > p.low_entropy_chunk_length) return std::nullopt;
+      return ParamProblem{"chunk_length", std::to_string(p.chunk_length) +
+                                              " must be greater than low_entropy_chunk_length (" +
+                                              std::to_string(p.low_entropy_chunk_length) + ")"};
+    };
+    c.push_back(std::move(entropy_gated));
+    c.push_back({.id = "critical_adakv",
+                 .summary = "CriticalKV's two stages inside AdaKV's head-adaptive layer budget",
+                 .citation = "Feng et al. 2025, 'CriticalKV'; kvpress CriticalAdaKVPress",
+                 .axis = BudgetAxis::ratio,
+                 .variants = {},
+                 .params = {scorer_ref(&CriticalAdaKvParams::scorer),
+                            real("alpha", &CriticalAdaKvParams::alpha, 0, 1, false,
+                                 "safeguard fraction per head"),
+                            real("epsilon", &CriticalAdaKvParams::epsilon, 0, kUnbounded, false,
+                                 "additive epsilon"),
+                            real("first_stage_ratio", &CriticalAdaKvParams::first_stage_ratio, 0, 1,
+                                 false, "budget share of stage 1")},
+                 .is_scorer = false,
+                 .typed_defaults = plain<CriticalAdaKvParams>()});
+  }
+  {
+    ParamSpec k = integer("kernel_size", &HeadKvParams::kernel_size, 1, 255,
+                          "pooling kernel over the window scores");
+    k.odd_only = true;
+    c.push_back(
+        {.id = "headkv",
+         .summary = "per-head budgets from a head-importance file, SnapKV selection per head",
+         .citation = "Fu et al. 2025, 'Not All Heads Matter: A Head-Level KV Cache Compression "
+                     "Method with Integrated Retrieval and Reasoning' (HeadKV-R2; "
+                     "github.com/FYYFU/HeadKV)",
+         .axis = BudgetAxis::ratio,
+         .variants = {},
+         .params = {file_path("head_scores", &HeadKvParams::head_scores,
+                              "head-importance JSON {\"layer-head\": score or [scores]} (the "
+                              "official HeadKV format), relative to the manifest",
+                              [](const std::string& path) { read_head_scores(path); }),
+                    integer("window", &HeadKvParams::window, 1, kUnbounded,
+                            "observation window w (always kept)"),
+                    std::move(k),
+                    choice("pooling", &HeadKvParams::pooling, kPoolings, "pooling kind"),
+                    real("beta", &HeadKvParams::beta, 1, kUnbounded, false,
+                         "a head keeps b - floor(b/beta) before the shared pool (b = n_kept - w)"),
+                    real("temperature", &HeadKvParams::temperature, 0, kUnbounded, false,
+                         "normalised head scores are raised to this power")},
+         .is_scorer = false,
+         .typed_defaults = plain<HeadKvParams>()});
+  }
+  c.push_back(
+      {.id = "lacache",
+       .summary = "ladder-shaped positional pattern across layers (query-agnostic)",
+       .citation =
+           "Shi et al. 2025, 'LaCache: Ladder-Shaped KV Caching for Efficient "
+           "Long-Context Modeling of Large Language Models' (github.com/GATECH-EIC/LaCache)",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {integer("span", &LaCacheParams::span, 1, kUnbounded,
+                          "layers one ladder step covers"),
+                  integer("overlap", &LaCacheParams::overlap, 0, kUnbounded,
+                          "layers consecutive ladder steps share (must be < span)"),
+                  integer("max_start_size", &LaCacheParams::max_start_size, 1, kUnbounded,
+                          "cap of the kept prefix S = min(this, L-N-1, n_kept-N-1)")},
+       .is_scorer = false,
+       .typed_defaults = plain<LaCacheParams>(),
+       .check_params = [](const MethodParams& all) -> std::optional<ParamProblem> {
+         const auto& p = std::get<LaCacheParams>(all);
+         if (p.overlap >= p.span)
+           return ParamProblem{"overlap",
+                               "must be less than span (" + std::to_string(p.span) + ")"};
+         return std::nullopt;
+       }});
+  c.push_back({.id = "qfilter",
+               .summary = "projection of each key on a learned per-head query filter (from a file)",
+               .citation = "Godey et al. 2025, 'Q-Filters'; kvpress QFilterPress",
+               .axis = BudgetAxis::ratio,
+               .variants = {},
+               .params = {file_path("filters", &QFilterParams::filters,
+                                    "safetensors file with q_filters [layers, KV heads, head_dim] "
+                                    "(kvpress's hub nthngdy/<model>_qfilt model.safetensors)",
+                                    check_qfilter_file)},
+               .is_scorer = true,
+               .typed_defaults = plain<QFilterParams>()});
+  c.push_back(
+      {.id = "expected_attention_stats",
+       .summary = "expected attention from query statistics precomputed on a corpus (from a file)",
+       .citation = "Devoto et al. 2025, 'Expected Attention'; kvpress ExpectedAttentionStatsPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {file_path("statistics", &ExpectedAttentionStatsParams::statistics,
+                            "safetensors file with query_mean [layers, heads, head_dim] and "
+                            "query_cov [layers, heads, head_dim, head_dim] (kvpress's "
+                            "ExpectedAttentionStats model.safetensors)",
+                            check_expected_attention_stats_file),
+                  integer("n_future_positions", &ExpectedAttentionStatsParams::n_future_positions,
+                          1, kUnbounded, "future positions averaged"),
+                  integer("n_sink", &ExpectedAttentionStatsParams::n_sink, 0, kUnbounded,
+                          "sink tokens excluded and kept"),
+                  boolean("use_covariance", &ExpectedAttentionStatsParams::use_covariance,
+                          "use the query covariance term"),
+                  boolean("use_vnorm", &ExpectedAttentionStatsParams::use_vnorm,
+                          "rescale by value norms"),
+                  real("epsilon", &ExpectedAttentionStatsParams::epsilon, 0, kUnbounded, false,
+                       "additive epsilon")},
+       .is_scorer = true,
+       .typed_defaults = plain<ExpectedAttentionStatsParams>()});
+  c.push_back(
+      {.id = "duo_attention",
+       .summary = "streaming heads keep sinks + recent tokens, retrieval heads keep all; the "
+                  "budget ratio is the share of streaming heads",
+       .citation = "Xiao et al. 2025, 'DuoAttention'; kvpress DuoAttentionPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {"pattern", "on_the_fly"},
+       .params = {with_variant_default(
+                      file_path("pattern", &DuoAttentionParams::pattern,
+                                "DuoAttention's full_attention_heads.tsv [layers x KV heads] "
+                                "(variant pattern; on_the_fly reads none)",
+                                check_duo_attention_pattern_file),
+                      "on_the_fly", std::string()),
+                  integer("sink_size", &DuoAttentionParams::sink_size, 0, kUnbounded,
+                          "sink tokens a streaming head keeps"),
+                  integer("recent_size", &DuoAttentionParams::recent_size, 1, kUnbounded,
+                          "recent tokens a streaming head keeps")},
+       .is_scorer = false,
+       .typed_defaults = [](std::string_view variant) {
+         DuoAttentionParams p;
+         p.on_the_fly_scoring = variant == "on_the_fly";
+         return MethodParams{p};
+       }});
   return c;
 }
 

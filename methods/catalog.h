@@ -33,6 +33,21 @@ enum class ParamType {
   boolean,
   choice,      // one of `choices`
   method_ref,  // the name of another method config in the manifest (wrappers: adakv, chunkkv, ...)
+  // A file the method reads (a learned artefact, head scores): written as a path relative to the
+  // manifest's directory (or absolute). The manifest keeps it as written (so the study hash does
+  // not depend on where the study lives); plan and run check that the file is readable and run
+  // ParamSpec::check_file on it (file:line:col on failure); the method configs handed to the
+  // factory carry it resolved to an absolute path (suite/manifest/method_configs.h); its SHA-256
+  // enters the lock's input fingerprints as input "methods.<config>.<param>", so a changed file
+  // refuses `kvaudit run` instead of silently reusing records.
+  path,
+  // Lists (kvpress's list-valued press fields): a TOML array in the manifest, kept in ParamValue
+  // as one canonical string (methods/param_lists.h) — numbers as shortest round-trip decimals,
+  // names as written, joined by ','. The canonical JSON of the manifest writes them as arrays
+  // (names inlined as the referenced configs, like method_ref). Arrays are non-empty; `min`,
+  // `max`, `max_exclusive` bound every element of a real_list.
+  real_list,        // numbers (per_layer_compression's compression_ratios)
+  method_ref_list,  // names of other method configs, each a scorer (composed's presses)
 };
 
 using ParamValue = std::variant<std::int64_t, double, bool, std::string>;
@@ -48,9 +63,18 @@ struct ParamSpec {
   bool max_exclusive = false;
   bool odd_only = false;  // integers that must be odd (pooling kernels)
   std::vector<std::string> choices{};
+  // ParamType::path: validates the file's content at plan time (throws std::invalid_argument
+  // saying what is wrong; the caller names the file and the manifest position). May be empty.
+  std::function<void(const std::string& path)> check_file{};
   // Stores a value of this parameter (already checked against type and range) into its member of
   // the method's MethodParams alternative.
   std::function<void(MethodParams&, const ParamValue&)> assign{};
+};
+
+// A configuration's parameters that do not fit together (MethodSpec::check_params).
+struct ParamProblem {
+  std::string param;    // the parameter the message is about
+  std::string message;  // what is wrong, e.g. "must be greater than low_entropy_chunk_length (4)"
 };
 
 struct MethodSpec {
@@ -64,6 +88,18 @@ struct MethodSpec {
   // The method's typed parameters with their defaults and `variant` (one of `variants`, or ""
   // for a method without variants) set; the params are then assigned on top.
   std::function<MethodParams(std::string_view variant)> typed_defaults{};
+  // Constraints between parameters that per-parameter ranges cannot express (e.g. chunk_length >
+  // low_entropy_chunk_length): the offending parameter and what is wrong, or nullopt.
+  // resolve_method and the manifest (at the parameter's file position) refuse such a configuration.
+  std::function<std::optional<ParamProblem>(const MethodParams&)> check_params{};
+  // Methods whose parameters fix the budget (kvpress presses without a settable compression ratio:
+  // per_layer_compression, composed): the compression ratio every cell must ask for. The manifest
+  // refuses a grid ratio that differs (|Δ| > 1e-9) at plan time; select() checks it again.
+  std::function<std::optional<double>(const MethodParams&)> fixed_compression{};
+  // Threshold methods: whether a larger threshold keeps MORE (simlayerkv's lazy threshold τ: fewer
+  // layers are lazy) rather than less (refreekv's T). Sets the conservative → aggressive order of
+  // a certification block's candidates: decreasing thresholds when true.
+  bool larger_threshold_keeps_more = false;
 };
 
 const std::vector<MethodSpec>& method_catalog();

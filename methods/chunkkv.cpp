@@ -12,7 +12,7 @@
 namespace kvaudit::methods {
 
 ChunkKvMethod::ChunkKvMethod(std::shared_ptr<const Scorer> scorer, int chunk_length)
-    : scorer_(std::move(scorer)), chunk_length_(chunk_length) {
+    : ScorerWrapperMethod("chunkkv", std::move(scorer)), chunk_length_(chunk_length) {
   if (!scorer_) throw std::invalid_argument("chunkkv: null scorer");
   if (chunk_length < 1) throw std::invalid_argument("chunkkv: chunk_length must be >= 1");
 }

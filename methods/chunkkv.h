@@ -13,21 +13,17 @@
 #include <memory>
 
 #include "methods/method.h"
+#include "methods/scorer_wrapper.h"
 
 namespace kvaudit::methods {
 
-class ChunkKvMethod : public Method {
+class ChunkKvMethod : public ScorerWrapperMethod {
  public:
   ChunkKvMethod(std::shared_ptr<const Scorer> scorer, int chunk_length);
   Selection select(std::span<const LayerCapture> layers, const Budget& budget,
                    const SelectionContext& context) const override;
-  int window_needed() const override { return scorer_->window_needed(); }
-  bool needs_column_sums() const override { return scorer_->needs_column_sums(); }
-  bool needs_query_moments() const override { return scorer_->needs_query_moments(); }
-  std::string name() const override { return "chunkkv(" + scorer_->name() + ")"; }
 
  private:
-  std::shared_ptr<const Scorer> scorer_;
   int chunk_length_;
 };
 

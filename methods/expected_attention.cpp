@@ -76,21 +76,36 @@ void ExpectedAttentionScorer::score(const LayerCapture& layer, const SelectionCo
   if (layer.length <= params_.n_sink)
     throw std::invalid_argument("expected_attention: layer " + std::to_string(layer.layer) +
                                 ": length must exceed n_sink (kvpress asserts it)");
+  const auto d = static_cast<std::size_t>(layer.head_dim);
+  const auto H = static_cast<std::size_t>(layer.num_heads);
+  const auto n = static_cast<double>(layer.query_count);
+  const auto R =
+      averaged_rope_rotation(layer.rope_inv_freq, layer.length, params_.n_future_positions);
+  std::vector<double> mu_rot(H * d), cov_rot(params_.use_covariance ? H * d * d : 0);
+  for (std::size_t h = 0; h < H; ++h)
+    rotate_query_moments(layer.query_sum.data() + h * d, layer.query_outer.data() + h * d * d, n, R,
+                         d, params_.use_covariance, mu_rot.data() + h * d,
+                         params_.use_covariance ? cov_rot.data() + h * d * d : nullptr);
+  expected_attention_scores(layer, params_, mu_rot, cov_rot, scores);
+}
+
+void expected_attention_scores(const LayerCapture& layer, const ExpectedAttentionParams& params,
+                               std::span<const double> rotated_means,
+                               std::span<const double> rotated_covariances,
+                               std::span<float> scores) {
   const auto L = static_cast<std::size_t>(layer.length);
   const auto d = static_cast<std::size_t>(layer.head_dim);
   const auto H = static_cast<std::size_t>(layer.num_heads);
   const auto g = static_cast<std::size_t>(layer.group_size());
-  const auto sink = static_cast<std::size_t>(params_.n_sink);
-  const auto n = static_cast<double>(layer.query_count);
+  const auto sink = static_cast<std::size_t>(params.n_sink);
   const double sqrt_d = std::sqrt(static_cast<double>(d));
-  const auto R =
-      averaged_rope_rotation(layer.rope_inv_freq, layer.length, params_.n_future_positions);
 
   std::vector<double> group_sum((L - sink) * static_cast<std::size_t>(layer.num_kv_heads), 0.0);
-  std::vector<double> mu_rot(d), cov_rot(d * d), z(L - sink);
+  std::vector<double> z(L - sink);
   for (std::size_t h = 0; h < H; ++h) {
-    rotate_query_moments(layer.query_sum.data() + h * d, layer.query_outer.data() + h * d * d, n, R,
-                         d, params_.use_covariance, mu_rot.data(), cov_rot.data());
+    const double* mu_rot = rotated_means.data() + h * d;
+    const double* cov_rot =
+        params.use_covariance ? rotated_covariances.data() + h * d * d : nullptr;
     const std::size_t kv = h / g;
     const float* keys = layer.keys[kv].data();
     double zmax = -INFINITY;
@@ -99,7 +114,7 @@ void ExpectedAttentionScorer::score(const LayerCapture& layer, const SelectionCo
       double lin = 0.0;
       for (std::size_t c = 0; c < d; ++c) lin += mu_rot[c] * k[c];
       double value = lin / sqrt_d;
-      if (params_.use_covariance) {
+      if (params.use_covariance) {
         double quad = 0.0;
         for (std::size_t a = 0; a < d; ++a) {
           double row = 0.0;
@@ -126,16 +141,16 @@ void ExpectedAttentionScorer::score(const LayerCapture& layer, const SelectionCo
         continue;
       }
       double s = group_sum[kv * (L - sink) + (j - sink)] / static_cast<double>(g);
-      if (params_.use_vnorm) {
+      if (params.use_vnorm) {
         double sq = 0.0;
         for (std::size_t c = 0; c < d; ++c)
           sq += static_cast<double>(values[j * d + c]) * values[j * d + c];
-        s = (s + params_.epsilon) * std::sqrt(sq);
+        s = (s + params.epsilon) * std::sqrt(sq);
       }
       scores[kv * L + j] = static_cast<float>(s);
     }
   }
-  protect_with_max_plus_one(scores, layer.length, 0, params_.n_sink);
+  protect_with_max_plus_one(scores, layer.length, 0, params.n_sink);
 }
 
 }  // namespace kvaudit::methods

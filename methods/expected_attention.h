@@ -32,6 +32,15 @@ void rotate_query_moments(const double* query_sum, const double* query_outer, do
                           std::span<const double> rotation, std::size_t head_dim,
                           bool with_covariance, double* mean_out, double* covariance_out);
 
+// Steps 3–5 of one layer from the rotated moments of every query head: rotated_means [H, d] (μ'),
+// rotated_covariances [H, d, d] (Σ', read only with use_covariance). The scorer calls it with the
+// prompt's own moments; ExpectedAttentionStatsScorer (expected_attention_stats.h) with statistics
+// from a file.
+void expected_attention_scores(const LayerCapture& layer, const ExpectedAttentionParams& params,
+                               std::span<const double> rotated_means,
+                               std::span<const double> rotated_covariances,
+                               std::span<float> scores);
+
 class ExpectedAttentionScorer : public Scorer {
  public:
   explicit ExpectedAttentionScorer(ExpectedAttentionParams params);

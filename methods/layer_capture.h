@@ -57,6 +57,21 @@ struct LayerCapture {
   std::span<const double> query_sum;
   std::span<const double> query_outer;
 
+  // Every query row before the boundary (positions 0..L-1), [H, L, d] row-major, both before and
+  // after RoPE (kvpress's get_prerope_query_states and the rotated queries attention uses). Filled
+  // only when some cell's method asks for them (Method::needs_all_queries); empty otherwise.
+  std::span<const float> queries_prerope;
+  std::span<const float> queries;
+  // The keys of positions 0..L-1 before RoPE, [Hkv, L, d] row-major (kvpress's
+  // get_prerope_key_states: LeverageScorePress, CompactorPress); filled with the queries above.
+  std::span<const float> keys_prerope;
+
+  // Per position i < L, the cosine similarity of the residual stream entering this layer, x_i, and
+  // the same stream after the self-attention block's residual add, x_i + attn_i (SqueezeAttention's
+  // layer importance), [L], computed in fp64 from the model's values and stored as f32. Filled only
+  // when some cell's method asks for it (Method::needs_attention_cosine); empty otherwise.
+  std::span<const float> attention_cosine;
+
   // o_proj weight of this layer in HF layout [D, H·d] row-major (CriticalKV, DefensiveKV).
   std::span<const float> o_proj;
 

@@ -33,7 +33,9 @@ struct Budget {
 };
 
 // Per-cell facts a method may need besides the capture.
-class ScoreMemo;  // methods/score_memo.h
+class ScoreMemo;         // methods/score_memo.h
+class ExtraPass;         // methods/extra_pass.h
+struct ExtraPassResult;  // methods/extra_pass.h
 
 struct SelectionContext {
   std::uint64_t seed = 0;  // the study seed
@@ -43,6 +45,9 @@ struct SelectionContext {
   std::uint64_t cell_key = 0;
   // Optional: scores shared by the cells of one unit (score_memo.h); results do not depend on it.
   ScoreMemo* memo = nullptr;
+  // What the method's extra forward pass gave at the cell's boundary (Method::extra_pass(),
+  // methods/extra_pass.h): set by the unit runner for such methods, nullptr otherwise.
+  const ExtraPassResult* extra_pass = nullptr;
 };
 
 // kept[layer][kv_head]: the original positions kept, strictly ascending, each in [0, L).
@@ -69,6 +74,13 @@ class Method {
   // Whether it reads column_sums / query moments (the capture can skip what no cell needs).
   virtual bool needs_column_sums() const { return false; }
   virtual bool needs_query_moments() const { return false; }
+  // Whether it reads LayerCapture::queries / queries_prerope (every query row before the boundary).
+  virtual bool needs_all_queries() const { return false; }
+  // A forward pass of its own the runner must run after the prefill, on a copy of the prefilled
+  // cache, before select() (KVzip's context reconstruction; methods/extra_pass.h), or nullptr.
+  virtual const ExtraPass* extra_pass() const { return nullptr; }
+  // Whether it reads LayerCapture::attention_cosine (SqueezeAttention's layer importance).
+  virtual bool needs_attention_cosine() const { return false; }
   virtual std::string name() const = 0;
 
   // The typed catalogue parameters this method was made from (make_method records them with
@@ -103,6 +115,7 @@ class Scorer {
   virtual int window_needed() const { return 0; }
   virtual bool needs_column_sums() const { return false; }
   virtual bool needs_query_moments() const { return false; }
+  virtual bool needs_all_queries() const { return false; }
   virtual std::string name() const = 0;
 };
 

@@ -7,21 +7,42 @@
 #include <variant>
 
 #include "methods/adakv.h"
+#include "methods/cake.h"
+#include "methods/cap.h"
+#include "methods/chunk.h"
 #include "methods/chunkkv.h"
+#include "methods/compactor.h"
+#include "methods/composed.h"
+#include "methods/critical_adakv.h"
 #include "methods/criticalkv.h"
+#include "methods/cur.h"
 #include "methods/defensivekv.h"
+#include "methods/duo_attention.h"
+#include "methods/entropy_gated_chunkkv.h"
 #include "methods/expected_attention.h"
+#include "methods/expected_attention_stats.h"
 #include "methods/full.h"
 #include "methods/h2o.h"
+#include "methods/headkv.h"
+#include "methods/key_rerotation.h"
 #include "methods/keydiff.h"
 #include "methods/knorm.h"
+#include "methods/kvzip.h"
+#include "methods/lacache.h"
+#include "methods/lagkv.h"
 #include "methods/layer_defensivekv.h"
+#include "methods/leverage.h"
+#include "methods/non_causal_attention.h"
 #include "methods/observed_attention.h"
+#include "methods/per_layer_compression.h"
 #include "methods/pyramidkv.h"
+#include "methods/qfilter.h"
 #include "methods/random.h"
 #include "methods/refreekv.h"
 #include "methods/scorer_method.h"
+#include "methods/simlayerkv.h"
 #include "methods/snapkv.h"
+#include "methods/squeezeattention.h"
 #include "methods/streaming_llm.h"
 #include "methods/tova.h"
 
@@ -76,6 +97,22 @@ std::shared_ptr<const Scorer> make_scorer(const ResolvedMethod& m) {
                  "keydiff variant 'oneshot'");
           }
           return std::make_shared<KeyDiffScorer>();
+        } else if constexpr (std::is_same_v<P, LagKvParams>) {
+          return std::make_shared<LagKvScorer>(p);
+        } else if constexpr (std::is_same_v<P, CurParams>) {
+          return std::make_shared<CurScorer>(p);
+        } else if constexpr (std::is_same_v<P, NonCausalAttentionParams>) {
+          return std::make_shared<NonCausalAttentionScorer>(p);
+        } else if constexpr (std::is_same_v<P, LeverageParams>) {
+          return std::make_shared<LeverageScorer>(p);
+        } else if constexpr (std::is_same_v<P, CompactorParams>) {
+          return std::make_shared<CompactorScorer>(p);
+        } else if constexpr (std::is_same_v<P, CapParams>) {
+          return std::make_shared<CapScorer>(p);
+        } else if constexpr (std::is_same_v<P, QFilterParams>) {
+          return std::make_shared<QFilterScorer>(p);
+        } else if constexpr (std::is_same_v<P, ExpectedAttentionStatsParams>) {
+          return std::make_shared<ExpectedAttentionStatsScorer>(p);
         } else {
           fail(m,
                "has no scorer that wrappers can reuse (its selection is not a per-head top-k "
@@ -115,6 +152,47 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
           return std::make_unique<ReFreeKvMethod>(p.window);
         } else if constexpr (std::is_same_v<P, H2oParams>) {
           return std::make_unique<H2oMethod>(p.heavy_fraction);
+        } else if constexpr (std::is_same_v<P, LagKvParams> || std::is_same_v<P, CurParams>) {
+          return std::make_unique<ScorerMethod>(make_scorer(m));
+        } else if constexpr (std::is_same_v<P, SimLayerKvParams>) {
+          return std::make_unique<SimLayerKvMethod>(p);
+        } else if constexpr (std::is_same_v<P, KvzipParams>) {
+          return std::make_unique<KvzipMethod>(p);
+        } else if constexpr (std::is_same_v<P, CakeParams>) {
+          return std::make_unique<CakeMethod>(p);
+        } else if constexpr (std::is_same_v<P, SqueezeAttentionParams>) {
+          return std::make_unique<SqueezeAttentionMethod>(wrapped_scorer(m), p.class3_share);
+        } else if constexpr (std::is_same_v<P, NonCausalAttentionParams> ||
+                             std::is_same_v<P, LeverageParams> ||
+                             std::is_same_v<P, CompactorParams> || std::is_same_v<P, CapParams>) {
+          return std::make_unique<ScorerMethod>(make_scorer(m));
+        } else if constexpr (std::is_same_v<P, PerLayerCompressionParams>) {
+          return std::make_unique<PerLayerCompressionMethod>(wrapped_scorer(m),
+                                                             p.compression_ratios);
+        } else if constexpr (std::is_same_v<P, ComposedParams>) {
+          std::vector<std::shared_ptr<const Scorer>> presses;
+          for (const auto& stage : m.stages) presses.push_back(make_scorer(*stage));
+          if (presses.size() != p.presses.size()) fail(m, "has unresolved presses");
+          return std::make_unique<ComposedMethod>(std::move(presses), p.compression_ratios);
+        } else if constexpr (std::is_same_v<P, KeyRerotationParams>) {
+          return std::make_unique<KeyRerotationMethod>(wrapped_scorer(m));
+        } else if constexpr (std::is_same_v<P, ChunkParams>) {
+          return std::make_unique<ChunkMethod>(wrapped_scorer(m), p.chunk_length);
+        } else if constexpr (std::is_same_v<P, EntropyGatedChunkKvParams>) {
+          return std::make_unique<EntropyGatedChunkKvMethod>(wrapped_scorer(m), p.chunk_length,
+                                                             p.low_entropy_chunk_length);
+        } else if constexpr (std::is_same_v<P, CriticalAdaKvParams>) {
+          return std::make_unique<CriticalAdaKvMethod>(wrapped_scorer(m), p.alpha, p.epsilon,
+                                                       p.first_stage_ratio);
+        } else if constexpr (std::is_same_v<P, HeadKvParams>) {
+          return std::make_unique<HeadKvMethod>(p);
+        } else if constexpr (std::is_same_v<P, LaCacheParams>) {
+          return std::make_unique<LaCacheMethod>(p);
+        } else if constexpr (std::is_same_v<P, QFilterParams> ||
+                             std::is_same_v<P, ExpectedAttentionStatsParams>) {
+          return std::make_unique<ScorerMethod>(make_scorer(m));
+        } else if constexpr (std::is_same_v<P, DuoAttentionParams>) {
+          return std::make_unique<DuoAttentionMethod>(p);
         } else if constexpr (std::is_same_v<P, RandomParams> || std::is_same_v<P, KnormParams> ||
                              std::is_same_v<P, StreamingLlmParams> ||
                              std::is_same_v<P, SnapKvParams> || std::is_same_v<P, TovaParams> ||

@@ -10,6 +10,7 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace kvaudit::methods {
 
@@ -92,12 +93,200 @@ struct ReFreeKvParams {
 };
 
 // std::monostate: a method built outside the catalogue (tests' own methods).
-using MethodParams =
-    std::variant<std::monostate, FullParams, RandomParams, KnormParams, StreamingLlmParams,
-                 SnapKvParams, TovaParams, ObservedAttentionParams, H2oParams,
-                 ExpectedAttentionParams, KeyDiffParams, AdaKvParams, PyramidKvParams,
-                 ChunkKvParams, CriticalKvParams, DefensiveKvParams, LayerDefensiveKvParams,
-                 ReFreeKvParams>;
+struct LagKvParams {
+  int n_sink = 4;              // initial (sink) tokens always kept
+  int lag_size = 128;          // partition length; partition p is scored against partition p+1
+  bool cross_scoring = false;  // compare raw scores across partitions (else ranks within each)
+};
+
+enum class CurLeverage { key, value, kv_avg, kv_product };
+
+struct CurParams {
+  int num_sinks = 4;                                    // initial tokens always kept
+  CurLeverage leverage_type = CurLeverage::kv_product;  // which squared norms are combined
+  bool use_local_approximation = true;                  // normalise norms within local windows
+  int local_window_size = 16;                           // length of those windows
+};
+
+// The lazy-layer threshold is the cell's budget (BudgetAxis::threshold), not a parameter.
+struct SimLayerKvParams {
+  int n_last = 1;       // last queries whose attention decides whether a layer is lazy
+  int n_recent = 1024;  // recent tokens in the lazy test; a lazy layer keeps n_recent - n_last
+  int n_initial = 4;    // initial tokens in the lazy test, kept by a lazy layer
+};
+
+struct NonCausalAttentionParams {
+  int chunk_size = 256;  // queries and keys attend within chunks of this many positions
+};
+
+struct LeverageParams {
+  int sketch_dimension = 48;  // columns of the Gaussian sketch
+};
+
+// kvpress: blending = the cell's compression ratio (CompactorPress's blending=None);
+// fixed_blending: the `blending` parameter.
+enum class CompactorVariant { kvpress, fixed_blending };
+
+struct CompactorParams {
+  CompactorVariant variant = CompactorVariant::kvpress;
+  int sink_size_start = 8;    // first positions always kept
+  int sink_size_end = 4;      // last positions always kept
+  int chunk_size = 256;       // non-causal attention chunk
+  int sketch_dimension = 48;  // leverage sketch columns
+  double blending = 0.35;     // weight of the leverage scores (fixed_blending variant)
+};
+
+struct CapParams {
+  double tau = 5.0;              // temperature of the query-key alignment weights
+  int n_future_positions = 512;  // future positions of the averaged RoPE rotation
+  int n_sink = 4;                // first positions excluded from scoring and kept
+  double epsilon = 1e-6;         // added to the weights before the square root
+};
+
+struct CakeParams {
+  int window = 32;       // observation window w (the last w positions are always kept)
+  int kernel_size = 5;   // average pooling of the eviction indicator (odd)
+  double tau1 = 1.0;     // temperature of the spatial dispersion (entropy) in the preference
+  double tau2 = 1.0;     // temperature of the temporal shift (variance) in the preference
+  double gamma = 200.0;  // weight of the attention variance in the eviction indicator
+};
+
+struct SqueezeAttentionParams {
+  std::string scorer;         // the sequence-wise scorer run inside each layer with its budget
+  double class3_share = 0.5;  // budget of a least-important layer, as a share of the cell's
+};
+
+// Artefact methods (methods/qfilter.h, expected_attention_stats.h, duo_attention.h): the learned
+// artefact comes from a file named in the manifest (a path parameter, resolved against the
+// manifest's directory; the file formats are in each method's header and in docs/METHODS.md).
+struct QFilterParams {
+  std::string filters;  // safetensors: q_filters [layers, KV heads, d]
+};
+
+struct ExpectedAttentionStatsParams {
+  std::string statistics;        // safetensors: query_mean [layers, H, d], query_cov [.., d, d]
+  int n_future_positions = 512;  // future positions averaged
+  int n_sink = 4;                // sink tokens excluded and kept
+  bool use_covariance = true;    // use the query covariance term
+  bool use_vnorm = true;         // rescale by value norms
+  double epsilon = 0.0;          // additive epsilon
+};
+
+struct DuoAttentionParams {
+  std::string pattern;              // DuoAttention's full_attention_heads.tsv [layers, KV heads]
+  bool on_the_fly_scoring = false;  // score the heads from the prefill instead of a pattern
+  int sink_size = 128;              // sink tokens a streaming head keeps
+  int recent_size = 256;            // recent tokens a streaming head keeps
+};
+
+// KVzip (methods/kvzip.h; kvpress KVzipPress): kvzip = plain max attention, kvzip_plus = KVzip+
+// normalisation (÷‖h_t‖ per reconstruction row, ×‖W_O v_j‖ per key).
+enum class KvzipVariant { kvzip, kvzip_plus };
+
+struct KvzipParams {
+  KvzipVariant variant = KvzipVariant::kvzip;
+  bool layerwise = false;  // the same share pruned in every layer (else one top-k over all layers)
+  int n_sink = 4;          // first positions always kept (and the sink keys of the reconstruction)
+  int chunk_size = 2048;   // context tokens reconstructed per pass
+};
+
+// Wrappers of group "wrappers" (kvpress 0.5.5 PerLayerCompressionPress, ComposedPress,
+// KeyRerotationPress, ChunkPress, EntropyGatedChunkKVPress, CriticalAdaKVPress). List parameters
+// are TOML arrays in the manifest (methods/catalog.h ParamType::real_list, method_ref_list).
+struct PerLayerCompressionParams {
+  std::string scorer;                      // the wrapped scorer's configuration
+  std::vector<double> compression_ratios;  // one compression ratio per layer, in layer order
+};
+
+struct ComposedParams {
+  std::vector<std::string> presses;        // the scorer configurations applied in turn
+  std::vector<double> compression_ratios;  // the compression ratio of each press, in order
+};
+
+struct KeyRerotationParams {
+  std::string scorer;  // the wrapped scorer's configuration
+};
+
+struct ChunkParams {
+  std::string scorer;       // the wrapped scorer's configuration
+  int chunk_length = 1024;  // tokens per independently compressed chunk
+};
+
+struct EntropyGatedChunkKvParams {
+  std::string scorer;                // the wrapped scorer's configuration
+  int chunk_length = 10;             // tokens per chunk
+  int low_entropy_chunk_length = 4;  // tokens kept of an important low-entropy chunk
+};
+
+struct CriticalAdaKvParams {
+  std::string scorer;              // the wrapped scorer's configuration
+  double alpha = 0.2;              // safeguard fraction per head (AdaKV)
+  double epsilon = 1e-4;           // additive epsilon (CriticalKV stage 2)
+  double first_stage_ratio = 0.5;  // budget share of stage 1 (CriticalKV)
+};
+
+// HeadKV (methods/headkv.h): per-head budgets from a head-importance file named in the manifest.
+struct HeadKvParams {
+  std::string head_scores;  // official HeadKV JSON {"layer-head": score or [scores]}
+  int window = 32;          // observation window, always kept
+  int kernel_size = 7;      // pooling kernel over the window scores (odd)
+  Pooling pooling = Pooling::max;
+  double beta = 1.005;       // a head keeps b - floor(b/beta) before the shared pool
+  double temperature = 1.0;  // normalised scores are raised to this power
+};
+
+// LaCache (methods/lacache.h): a ladder of spans across layers, query-agnostic.
+struct LaCacheParams {
+  int span = 16;             // layers one ladder step covers
+  int overlap = 0;           // layers consecutive ladder steps share (< span)
+  int max_start_size = 128;  // cap of the kept prefix (the official start_size rule)
+};
+
+// One alternative per line (kept out of clang-format so that adding a method is a one-line diff).
+// clang-format off
+using MethodParams = std::variant<
+    std::monostate,
+    FullParams,
+    RandomParams,
+    KnormParams,
+    StreamingLlmParams,
+    SnapKvParams,
+    TovaParams,
+    ObservedAttentionParams,
+    H2oParams,
+    ExpectedAttentionParams,
+    KeyDiffParams,
+    AdaKvParams,
+    PyramidKvParams,
+    ChunkKvParams,
+    CriticalKvParams,
+    DefensiveKvParams,
+    LayerDefensiveKvParams,
+    ReFreeKvParams,
+    LagKvParams,
+    CurParams,
+    SimLayerKvParams,
+    NonCausalAttentionParams,
+    LeverageParams,
+    CompactorParams,
+    CapParams,
+    CakeParams,
+    SqueezeAttentionParams,
+    PerLayerCompressionParams,
+    ComposedParams,
+    KeyRerotationParams,
+    ChunkParams,
+    EntropyGatedChunkKvParams,
+    CriticalAdaKvParams,
+    QFilterParams,
+    ExpectedAttentionStatsParams,
+    DuoAttentionParams,
+    KvzipParams,
+    HeadKvParams,
+    LaCacheParams
+    // to add one, insert ",\n    NewParams" right before this comment line
+    >;
+// clang-format on
 
 // The observation window a method's own parameters declare (0 if it has none).
 inline int declared_window(const MethodParams& params) {

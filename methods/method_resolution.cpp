@@ -6,6 +6,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "methods/param_lists.h"
+
 namespace kvaudit::methods {
 namespace {
 
@@ -29,6 +31,12 @@ std::string type_name(ParamType t) {
       return "one of the listed choices";
     case ParamType::method_ref:
       return "the name of a method config";
+    case ParamType::path:
+      return "a file path";
+    case ParamType::real_list:
+      return "a non-empty array of numbers";
+    case ParamType::method_ref_list:
+      return "a non-empty array of method config names";
   }
   return "?";
 }
@@ -66,9 +74,31 @@ void check_value(const MethodConfig& c, const ParamSpec& p, const ParamValue& v)
       fail(c, where + " is '" + *s + "', expected one of: " + list);
     }
     case ParamType::method_ref:
+    case ParamType::path:
       if (!std::holds_alternative<std::string>(v) || std::get<std::string>(v).empty())
         fail(c, where + " must be " + type_name(p.type));
       return;
+    case ParamType::real_list: {
+      // The canonical string form of methods/param_lists.h; every element within the bounds.
+      const auto* s = std::get_if<std::string>(&v);
+      const auto values = s != nullptr ? parse_real_list(*s) : std::nullopt;
+      if (!values) fail(c, where + " must be " + type_name(p.type));
+      for (std::size_t i = 0; i < values->size(); ++i) {
+        const double x = (*values)[i];
+        const std::string item = where + "[" + std::to_string(i) + "] = " + std::to_string(x);
+        if (x < p.min) fail(c, item + " is below " + std::to_string(p.min));
+        if (p.max > p.min && (p.max_exclusive ? x >= p.max : x > p.max))
+          fail(c, item + " is above " + std::to_string(p.max));
+      }
+      return;
+    }
+    case ParamType::method_ref_list: {
+      const auto* s = std::get_if<std::string>(&v);
+      if (s == nullptr || s->empty()) fail(c, where + " must be " + type_name(p.type));
+      for (const auto& name : split_name_list(*s))
+        if (name.empty()) fail(c, where + " has an empty name");
+      return;
+    }
   }
   if (number < p.min)
     fail(c, where + " = " + std::to_string(number) + " is below " + std::to_string(p.min));
@@ -102,7 +132,10 @@ ResolvedMethod resolve_own(const MethodConfig& c) {
     for (const auto& p : r.spec->params)
       if (p.name == name) spec = &p;
     if (spec == nullptr) fail(c, "unknown parameter '" + name + "'");
-    check_value(c, *spec, value);
+    // The variant's own default is valid as given: the manifest parser writes defaults into the
+    // config, and a default may be a "none" (duo_attention on_the_fly's pattern "" = no file).
+    const auto fallback = default_for(*spec, r.variant);
+    if (!(fallback && *fallback == value)) check_value(c, *spec, value);
   }
   r.params = r.spec->typed_defaults(r.variant);
   for (const auto& p : r.spec->params) {
@@ -114,12 +147,42 @@ ResolvedMethod resolve_own(const MethodConfig& c) {
       fail(c, "missing required parameter '" + p.name + "'");
     }
   }
+  if (r.spec->check_params) {
+    if (const auto problem = r.spec->check_params(r.params))
+      fail(c, "parameter '" + problem->param + "': " + problem->message);
+  }
   return r;
 }
 
 ResolvedMethod resolve_with_scorer(const MethodConfig& c, const ConfigResolver& resolve,
                                    std::set<std::string>& visiting) {
   ResolvedMethod r = resolve_own(c);
+  // method_ref_list parameters (composed's presses): every name resolved as a scorer, in order.
+  for (const auto& p : r.spec->params) {
+    if (p.type != ParamType::method_ref_list) continue;
+    const auto it = c.params.find(p.name);
+    if (it == c.params.end()) continue;  // resolve_own has refused a missing required list
+    for (const auto& name : split_name_list(std::get<std::string>(it->second))) {
+      const std::string names = "parameter '" + p.name + "' names '" + name + "'";
+      if (!resolve) fail(c, names + " but no config resolver was given");
+      const MethodConfig* inner = resolve(name);
+      if (inner == nullptr) fail(c, names + ", which is not defined");
+      if (!visiting.insert(name).second) fail(c, "scorer reference cycle through '" + name + "'");
+      const MethodSpec* spec = find_method(inner->id);
+      if (spec != nullptr && !spec->is_scorer)
+        fail(c, "parameter '" + p.name + "' names '" + name + "' (" + inner->id +
+                    "), which is not a scorer; wrappers take one of the scorer methods");
+      auto stage = std::make_shared<ResolvedMethod>(resolve_with_scorer(*inner, resolve, visiting));
+      if (const auto* keydiff = std::get_if<KeyDiffParams>(&stage->params);
+          keydiff != nullptr && keydiff->variant == KeyDiffVariant::block) {
+        fail(*inner,
+             "keydiff variant 'block' is a block-iterative selection, not a scorer; wrap keydiff "
+             "variant 'oneshot'");
+      }
+      visiting.erase(name);
+      r.stages.push_back(std::move(stage));
+    }
+  }
   const std::string* ref = scorer_reference(r.params);
   if (ref == nullptr) return r;
   if (!resolve) fail(c, "parameter 'scorer' names '" + *ref + "' but no config resolver was given");
@@ -161,6 +224,10 @@ std::optional<ObservationWindow> observation_window(const ResolvedMethod& method
   }
   if (method.scorer) {
     const std::optional<ObservationWindow> inner = observation_window(*method.scorer);
+    if (inner && (!window || inner->size > window->size)) window = inner;
+  }
+  for (const auto& stage : method.stages) {
+    const std::optional<ObservationWindow> inner = observation_window(*stage);
     if (inner && (!window || inner->size > window->size)) window = inner;
   }
   return window;

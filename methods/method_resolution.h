@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "methods/catalog.h"
 #include "methods/method_params.h"
@@ -41,6 +42,8 @@ struct ResolvedMethod {
   MethodParams params;  // every parameter, typed, defaults filled in
   // Wrappers: the resolved configuration their `scorer` names; null otherwise.
   std::shared_ptr<const ResolvedMethod> scorer;
+  // method_ref_list parameters (composed's presses): the resolved configurations, in order.
+  std::vector<std::shared_ptr<const ResolvedMethod>> stages;
 
   // "method config 'name' (id)" — how errors name it.
   std::string label() const;

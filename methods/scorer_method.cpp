@@ -36,7 +36,8 @@ std::vector<std::vector<std::int32_t>> per_head_top_k(std::span<const float> sco
   return kept;
 }
 
-ScorerMethod::ScorerMethod(std::shared_ptr<const Scorer> scorer) : scorer_(std::move(scorer)) {
+ScorerMethod::ScorerMethod(std::shared_ptr<const Scorer> scorer)
+    : ScorerWrapperMethod("", std::move(scorer)) {
   if (!scorer_) throw std::invalid_argument("ScorerMethod: null scorer");
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "methods/method.h"
+#include "methods/scorer_wrapper.h"
 
 namespace kvaudit::methods {
 
@@ -19,19 +20,11 @@ std::vector<std::vector<std::int32_t>> per_head_top_k(std::span<const float> sco
                                                       int num_kv_heads, int length,
                                                       std::int64_t n_kept);
 
-class ScorerMethod : public Method {
+class ScorerMethod : public ScorerWrapperMethod {
  public:
   explicit ScorerMethod(std::shared_ptr<const Scorer> scorer);
   Selection select(std::span<const LayerCapture> layers, const Budget& budget,
                    const SelectionContext& context) const override;
-  int window_needed() const override { return scorer_->window_needed(); }
-  bool needs_column_sums() const override { return scorer_->needs_column_sums(); }
-  bool needs_query_moments() const override { return scorer_->needs_query_moments(); }
-  std::string name() const override { return scorer_->name(); }
-  const Scorer& scorer() const { return *scorer_; }
-
- private:
-  std::shared_ptr<const Scorer> scorer_;
 };
 
 }  // namespace kvaudit::methods

@@ -123,6 +123,36 @@ LogitMatrix CpuModel::decode_step(std::span<unit::SequenceCache* const> caches,
   return decode_step(std::span<SequenceState* const>(states), tokens);
 }
 
+namespace {
+
+// Hands a prefill's layer views to a method's extra-pass observer (methods/extra_pass.h).
+class PassObserverAdapter final : public PrefillObserver {
+ public:
+  explicit PassObserverAdapter(methods::PassObserver& observer) : observer_(observer) {}
+  void on_layer(const PrefillLayerView& view) override {
+    methods::PassLayerView rows;
+    rows.layer = view.layer;
+    rows.num_tokens = view.num_tokens;
+    rows.queries = view.queries;
+    rows.keys = view.keys;
+    rows.values = view.values;
+    rows.attention_input = view.attention_input;
+    observer_.on_layer(rows);
+  }
+
+ private:
+  methods::PassObserver& observer_;
+};
+
+}  // namespace
+
+void CpuModel::observed_pass(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
+                             methods::PassObserver& observer) {
+  PassObserverAdapter adapter(observer);
+  (void)prefill(unit::own_cache<SequenceState>(&cache, 0, "CpuModel"), tokens, LogitRows::none,
+                &adapter);
+}
+
 int CpuModel::max_concurrent_cells(const unit::UnitDemand& demand) {
   return std::max(demand.cells, 1);
 }
@@ -206,7 +236,11 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
   std::vector<float> cos(total_rows * dim);        // [R, head_dim]
   std::vector<float> sin(total_rows * dim);        // [R, head_dim]
   const bool keep_pre_rope = observer != nullptr && observer->wants_pre_rope_queries();
-  std::vector<float> q_pre_rope(keep_pre_rope ? total_rows * q_width : 0);  // [R, heads, head_dim]
+  std::vector<float> q_pre_rope(keep_pre_rope ? total_rows * q_width : 0);   // [R, heads, head_dim]
+  std::vector<float> k_pre_rope(keep_pre_rope ? total_rows * kv_width : 0);  // [R, kv, head_dim]
+
+  const bool keep_residual = observer != nullptr && observer->wants_attention_residual();
+  std::vector<float> residual_before(keep_residual ? total_rows * hidden : 0);  // [R, hidden]
 
   embed_tokens(weights_.embed_tokens, c.vocab_size, c.hidden_size, all_tokens, x);
   model::rope_cos_sin(inv_freq_, positions, rounding_, cos, sin);
@@ -220,7 +254,10 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
              k);
       linear(normed, r, c.hidden_size, w.v_proj, static_cast<int>(kv_width), w.v_bias, rounding_,
              v);
-      if (keep_pre_rope) std::copy(q.begin(), q.end(), q_pre_rope.begin());
+      if (keep_pre_rope) {
+        std::copy(q.begin(), q.end(), q_pre_rope.begin());
+        std::copy(k.begin(), k.end(), k_pre_rope.begin());
+      }
       apply_rope(q, c.num_heads, c.head_dim, cos, sin, rounding_);
       apply_rope(k, c.num_kv_heads, c.head_dim, cos, sin, rounding_);
 
@@ -239,9 +276,11 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
         view.head_dim = c.head_dim;
         view.positions = positions;
         view.queries_pre_rope = q_pre_rope;
+        view.keys_pre_rope = k_pre_rope;
         view.queries = q;
         view.keys = k;
         view.values = v;
+        view.attention_input = normed;
         observer->on_layer(view);
       }
 
@@ -291,7 +330,9 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
       }
 
       linear(attn, r, static_cast<int>(q_width), w.o_proj, c.hidden_size, {}, rounding_, proj);
+      if (keep_residual) std::copy(x.begin(), x.end(), residual_before.begin());
       residual_add(x, proj, rounding_);
+      if (keep_residual) observer->on_attention_residual(layer, residual_before, x);
       rms_norm(x, w.post_attention_norm, c.hidden_size, eps, rounding_, normed);
       linear(normed, r, c.hidden_size, w.gate_proj, c.intermediate_size, {}, rounding_, gate);
       linear(normed, r, c.hidden_size, w.up_proj, c.intermediate_size, {}, rounding_, up);

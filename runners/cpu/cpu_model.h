@@ -113,6 +113,9 @@ class CpuModel final : public unit::InferenceEngine {
                                          LogitRows rows) override;
   LogitMatrix decode_step(std::span<unit::SequenceCache* const> caches,
                           std::span<const std::int32_t> tokens) override;
+  // prefill() with a PrefillObserver that hands each layer's rows to `observer`.
+  void observed_pass(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
+                     methods::PassObserver& observer) override;
   // The CPU backend allocates as it goes: every cell of a unit may run at once.
   int max_concurrent_cells(const unit::UnitDemand& demand) override;
   bool concurrent_cache_ops() const override { return true; }

@@ -24,6 +24,19 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw std::invalid_argument("CpuPrefillCapture: " + message);
 }
 
+// Token-major rows [T, heads, d] → head-major [heads, b, d] of the first b rows.
+std::vector<float> head_major_prefix(std::span<const float> rows, std::size_t heads,
+                                     std::size_t dim, std::size_t b) {
+  std::vector<float> out(heads * b * dim);
+  for (std::size_t h = 0; h < heads; ++h) {
+    for (std::size_t row = 0; row < b; ++row) {
+      std::copy_n(rows.begin() + static_cast<std::ptrdiff_t>((row * heads + h) * dim), dim,
+                  out.begin() + static_cast<std::ptrdiff_t>((h * b + row) * dim));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 CpuPrefillCapture::CpuPrefillCapture(const model::ModelConfig& config, unit::CaptureOptions options)
@@ -55,12 +68,29 @@ void CpuPrefillCapture::on_layer(const PrefillLayerView& view) {
           "layer " + std::to_string(view.layer) + ": Q/K/V sizes do not match the view's shape");
   require(!options_.query_moments || view.queries_pre_rope.size() == t * q_width,
           "layer " + std::to_string(view.layer) + ": pre-RoPE queries are missing");
+  require(!options_.all_queries || (view.queries_pre_rope.size() == t * q_width &&
+                                    view.keys_pre_rope.size() == t * kv_width),
+          "layer " + std::to_string(view.layer) + ": pre-RoPE queries or keys are missing");
 
   std::vector<BoundaryData> layer(options_.boundaries.size());
   capture_window_queries(view, layer);
   if (options_.column_sums) capture_column_sums(view, layer);
   if (options_.query_moments) capture_query_moments(view, layer);
+  if (options_.all_queries) capture_all_queries(view, layer);
   data_.push_back(std::move(layer));
+}
+
+void CpuPrefillCapture::capture_all_queries(const PrefillLayerView& view,
+                                            std::vector<BoundaryData>& out) {
+  const std::size_t heads = as_size(view.num_heads);
+  const std::size_t kv_heads = as_size(view.num_kv_heads);
+  const std::size_t dim = as_size(view.head_dim);
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    const std::size_t b = as_size(options_.boundaries[k]);
+    out[k].queries_prerope = head_major_prefix(view.queries_pre_rope, heads, dim, b);
+    out[k].queries = head_major_prefix(view.queries, heads, dim, b);
+    out[k].keys_prerope = head_major_prefix(view.keys_pre_rope, kv_heads, dim, b);
+  }
 }
 
 void CpuPrefillCapture::capture_window_queries(const PrefillLayerView& view,
@@ -184,6 +214,31 @@ void CpuPrefillCapture::capture_query_moments(const PrefillLayerView& view,
   }
 }
 
+void CpuPrefillCapture::on_attention_residual(int layer, std::span<const float> before,
+                                              std::span<const float> after) {
+  require(
+      layer == static_cast<int>(attention_cosine_.size()) && layer < static_cast<int>(data_.size()),
+      "attention residual of layer " + std::to_string(layer) + " observed out of order");
+  const std::size_t hidden = as_size(config_.hidden_size);
+  require(hidden > 0 && before.size() == after.size() && before.size() % hidden == 0,
+          "layer " + std::to_string(layer) + ": residual sizes do not match the hidden size");
+  const std::size_t tokens = before.size() / hidden;
+  std::vector<float> cosine(tokens);
+  for (std::size_t i = 0; i < tokens; ++i) {
+    // torch.nn.functional.cosine_similarity: x·y / max(‖x‖·‖y‖, 1e-8), here in fp64.
+    double dot = 0.0, norm_before = 0.0, norm_after = 0.0;
+    for (std::size_t e = 0; e < hidden; ++e) {
+      const double x = static_cast<double>(before[i * hidden + e]);
+      const double y = static_cast<double>(after[i * hidden + e]);
+      dot += x * y;
+      norm_before += x * x;
+      norm_after += y * y;
+    }
+    cosine[i] = static_cast<float>(dot / std::max(std::sqrt(norm_before * norm_after), 1e-8));
+  }
+  attention_cosine_.push_back(std::move(cosine));
+}
+
 std::vector<methods::LayerCapture> CpuPrefillCapture::layers(
     int boundary, const unit::SequenceCache& prefilled, const model::ModelWeights& weights,
     std::span<const float> rope_inv_freq) const {
@@ -221,9 +276,23 @@ std::vector<methods::LayerCapture> CpuPrefillCapture::layers(
     const BoundaryData& data = data_[as_size(layer)][index];
     methods::LayerCapture& view = result[as_size(layer)];
     view = unit::make_layer_capture(c, options_, layer, boundary,
-                                    {data.window_rows, data.window_queries, data.column_sums,
-                                     data.query_count, data.query_sum, data.query_outer},
+                                    {data.window_rows,
+                                     data.window_queries,
+                                     data.column_sums,
+                                     data.query_count,
+                                     data.query_sum,
+                                     data.query_outer,
+                                     data.queries_prerope,
+                                     data.queries,
+                                     data.keys_prerope,
+                                     {}},
                                     weights.layers[as_size(layer)].o_proj, rope_inv_freq);
+    if (options_.attention_cosine) {
+      require(attention_cosine_.size() == as_size(c.num_layers),
+              "the attention cosine was observed for " + std::to_string(attention_cosine_.size()) +
+                  " of " + std::to_string(c.num_layers) + " layers");
+      view.attention_cosine = std::span<const float>(attention_cosine_[as_size(layer)]).first(b);
+    }
     for (int g = 0; g < c.num_kv_heads; ++g) {
       const KvHeadView head = cache.head(layer, g);
       // The first b entries must be positions 0..b-1 (a prefilled, not yet evicted prefix).

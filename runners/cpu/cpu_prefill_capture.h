@@ -1,8 +1,9 @@
 // CpuPrefillCapture: the CPU backend's unit::PrefillCapture (runners/unit/prefill_capture.h says
 // what is captured). It observes one CpuModel prefill (cpu::PrefillObserver) and keeps, per layer
-// and boundary, the window queries, the eager attention column sums and the pre-RoPE query
-// moments. Keys and values are not copied: layers() returns spans over the first b entries of each
-// KV head of the prefilled SequenceState's cache.
+// and boundary, the window queries, the eager attention column sums, the pre-RoPE query moments
+// and, when asked (all_queries), copies of every query row (pre- and post-RoPE) and pre-RoPE key
+// before the boundary. Keys and values are not copied: layers() returns spans over the first b
+// entries of each KV head of the prefilled SequenceState's cache.
 //
 // Column sums reuse the CPU backend's eager kernels (attention_math.h: score_tile,
 // eager_probabilities), so A is bit for bit the matrix attention_eager.cpp computes; each query
@@ -14,11 +15,16 @@
 //   K+V in the KvCache (shared, not copied; incl. its key-panel copy: 3·Hkv·d·4)
 //                                                  SmolLM2 2,304 B     8B 12,288 B
 //   column sums, per boundary (H·4)                SmolLM2    36 B     8B    128 B
+//   attention cosines, when asked (4, all tokens)  SmolLM2     4 B     8B      4 B
+//   (+ transient: a copy of the residual stream while a layer is observed, hidden·4 per token)
 //   transient while a layer is observed: its key panels (Hkv·d·4) + per-thread score rows
 //                                                  SmolLM2   768 B     8B  4,096 B
 // Fixed per layer and boundary (independent of T):
 //   window queries (W·H·d·4)                       SmolLM2 2,304·W B   8B 16,384·W B
 //   query moments (H·d·8 + H·d²·8)                 SmolLM2   293 KiB   8B  4.0 MiB
+// Only with all_queries (kvpress's NonCausalAttn, LeverageScore, Compactor, CAP), per boundary
+// and per token of the boundary: every query row pre- and post-RoPE and the pre-RoPE keys
+//   (2·H·d·4 + Hkv·d·4)                            SmolLM2 5,376 B     8B 36,864 B
 // E.g. SmolLM2 at T = 2,048 with both boundaries, W = 64, everything on: ~ 30 layers × (2 × 36 B ×
 // 2,048 + 2 × 144 KiB + 2 × 293 KiB) ≈ 30 MiB besides the cache (135 MiB).
 #pragma once
@@ -43,10 +49,16 @@ class CpuPrefillCapture : public unit::PrefillCapture, public PrefillObserver {
 
   const unit::CaptureOptions& options() const override { return options_; }
 
-  bool wants_pre_rope_queries() const override { return options_.query_moments; }
+  bool wants_pre_rope_queries() const override {
+    return options_.query_moments || options_.all_queries;
+  }
   // Called by CpuModel::prefill. Accepts one prefill of a fresh sequence (positions 0..T-1, T ≥
   // max boundary), layers in order; throws std::invalid_argument otherwise.
   void on_layer(const PrefillLayerView& view) override;
+  bool wants_attention_residual() const override { return options_.attention_cosine; }
+  // Keeps cos(x_i, x_i + attn_i) for every position of the prefill (options().attention_cosine).
+  void on_attention_residual(int layer, std::span<const float> before,
+                             std::span<const float> after) override;
 
   bool complete() const override;
 
@@ -65,18 +77,24 @@ class CpuPrefillCapture : public unit::PrefillCapture, public PrefillObserver {
     std::vector<float> window_queries;  // [H, window_rows, d]
     std::vector<float> column_sums;     // [H, b] (empty unless requested)
     std::int64_t query_count = 0;
-    std::vector<double> query_sum;    // [H, d]
-    std::vector<double> query_outer;  // [H, d, d]
+    std::vector<double> query_sum;       // [H, d]
+    std::vector<double> query_outer;     // [H, d, d]
+    std::vector<float> queries_prerope;  // [H, b, d] (empty unless all_queries)
+    std::vector<float> queries;          // [H, b, d]
+    std::vector<float> keys_prerope;     // [Hkv, b, d]
   };
 
   void capture_window_queries(const PrefillLayerView& view, std::vector<BoundaryData>& out);
   void capture_column_sums(const PrefillLayerView& view, std::vector<BoundaryData>& out);
   void capture_query_moments(const PrefillLayerView& view, std::vector<BoundaryData>& out);
+  void capture_all_queries(const PrefillLayerView& view, std::vector<BoundaryData>& out);
 
   model::ModelConfig config_;
   unit::CaptureOptions options_;
   // data_[layer][boundary index]
   std::vector<std::vector<BoundaryData>> data_;
+  // attention_cosine_[layer][i] for every position i of the prefill (empty unless requested).
+  std::vector<std::vector<float>> attention_cosine_;
 };
 
 }  // namespace kvaudit::cpu

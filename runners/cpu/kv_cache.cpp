@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "methods/key_rerotation.h"
 #include "runners/cpu/key_panels.h"
 #include "runners/cpu/shape_check.h"
 
@@ -179,6 +180,14 @@ void KvCache::retain(int layer, int kv_head, std::span<const std::int32_t> keep)
   s.keys.shrink_to_fit();
   s.values.shrink_to_fit();
   s.key_panels = keys_to_panels(s.keys.data(), keep.size(), dim);
+}
+
+void KvCache::rerotate_keys(int layer, int kv_head, std::span<const float> inv_freq,
+                            bool model_is_bf16) {
+  HeadStore& s = store(layer, kv_head);
+  const std::size_t dim = static_cast<std::size_t>(head_dim_);
+  s.keys = methods::rerotate_keys(s.keys, s.positions, inv_freq, head_dim_, model_is_bf16);
+  s.key_panels = keys_to_panels(s.keys.data(), s.positions.size(), dim);
 }
 
 void KvCache::truncate(std::int64_t length) {

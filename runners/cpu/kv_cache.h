@@ -73,6 +73,10 @@ class KvCache {
   // are removed and the head is compacted. Throws std::invalid_argument otherwise (nothing
   // changes).
   void retain(int layer, int kv_head, std::span<const std::int32_t> keep);
+  // key_rerotation: rotates every key of (layer, kv_head) from its original position p to its
+  // index i in the head (methods::rerotate_keys; unit::SequenceCache::rerotate_kept_keys);
+  // positions and values are unchanged, the key panels follow.
+  void rerotate_keys(int layer, int kv_head, std::span<const float> inv_freq, bool model_is_bf16);
 
   // Rewinds the cache to `length` tokens: every entry at an original position ≥ length is dropped
   // from every head and original_length() becomes `length`, so the next token gets RoPE position

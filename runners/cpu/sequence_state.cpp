@@ -12,4 +12,10 @@ void SequenceState::retain(const methods::Selection& selection) {
   }
 }
 
+void SequenceState::rerotate_kept_keys(std::span<const float> inv_freq, bool model_is_bf16) {
+  for (int layer = 0; layer < cache_.num_layers(); ++layer)
+    for (int head = 0; head < cache_.num_kv_heads(); ++head)
+      cache_.rerotate_keys(layer, head, inv_freq, model_is_bf16);
+}
+
 }  // namespace kvaudit::cpu

@@ -35,6 +35,8 @@ class SequenceState : public unit::SequenceCache {
   void truncate(std::int64_t length) override { cache_.truncate(length); }
   // KvCache::retain for every (layer, KV head) in order; a wrong shape throws before any change.
   void retain(const methods::Selection& selection) override;
+  // KvCache::rerotate_keys for every (layer, KV head).
+  void rerotate_kept_keys(std::span<const float> inv_freq, bool model_is_bf16) override;
 
  private:
   KvCache cache_;

@@ -6,6 +6,16 @@
 
 namespace kvaudit::unit {
 
+void InferenceEngine::observed_pass(SequenceCache& cache, std::span<const std::int32_t> tokens,
+                                    methods::PassObserver& observer) {
+  (void)cache;
+  (void)tokens;
+  (void)observer;
+  throw std::invalid_argument("the " + std::string(device_name(device())) +
+                              " engine cannot run a method's extra forward pass (KVzip's context "
+                              "reconstruction); run such methods on the cpu device");
+}
+
 void check_selection_shape(const methods::Selection& selection, int num_layers, int num_kv_heads) {
   if (selection.kept.size() != static_cast<std::size_t>(num_layers)) {
     throw std::invalid_argument("the selection has " + std::to_string(selection.kept.size()) +

@@ -33,6 +33,7 @@
 #include "base/attention_backend.h"
 #include "base/device.h"
 #include "base/logit_matrix.h"
+#include "methods/extra_pass.h"
 #include "methods/method.h"
 #include "runners/model/model_config.h"
 #include "runners/model/model_weights.h"
@@ -63,6 +64,19 @@ class SequenceCache {
   // ascending, a subset of what the head holds). The selection must have num_layers() ×
   // num_kv_heads() lists. Throws std::invalid_argument otherwise.
   virtual void retain(const methods::Selection& selection) = 0;
+  // key_rerotation (kvpress KeyRerotationPress; methods/key_rerotation.h): after retain(), rotates
+  // every kept key from its original RoPE position p to its index i in its head's kept list
+  // (k' = k ⊙ cos((i−p)θ) + rotate_half(k) ⊙ sin((i−p)θ), θ = inv_freq; products and sum rounded
+  // to bf16 when model_is_bf16). Positions, values and original_length() do not change, so later
+  // tokens keep their original positions, as in kvpress. An engine that cannot throws
+  // std::invalid_argument (the default: only the CPU engine re-rotates).
+  virtual void rerotate_kept_keys(std::span<const float> inv_freq, bool model_is_bf16) {
+    (void)inv_freq;
+    (void)model_is_bf16;
+    throw std::invalid_argument(
+        "this engine's KV cache cannot re-rotate kept keys (key_rerotation runs on the CPU "
+        "engine only)");
+  }
 };
 
 // An engine's own cache type behind a SequenceCache pointer (the engines' implementations of the
@@ -150,6 +164,13 @@ class InferenceEngine {
   // One token per cache; logits [caches.size(), vocab], row i for cache i.
   virtual LogitMatrix decode_step(std::span<SequenceCache* const> caches,
                                   std::span<const std::int32_t> tokens) = 0;
+  // A method's extra pass (methods/extra_pass.h): runs `tokens` on top of `cache` as prefill
+  // does (appending them; no logits) and calls `observer` once per layer, in order, with the
+  // rows' post-RoPE queries, keys, values and attention input, after the layer's keys and values
+  // are in the cache and before its attention. The default refuses: it throws
+  // std::invalid_argument naming the device (the CUDA engine has no such pass yet).
+  virtual void observed_pass(SequenceCache& cache, std::span<const std::int32_t> tokens,
+                             methods::PassObserver& observer);
 
   // The most cells whose caches may live at once beside the prefilled one (≥ 1). Throws
   // EngineCapacityError when the unit cannot run at all.

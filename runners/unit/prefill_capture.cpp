@@ -49,6 +49,10 @@ methods::LayerCapture make_layer_capture(const model::ModelConfig& config,
   view.query_count = options.query_moments ? captured.query_count : 0;
   view.query_sum = captured.query_sum;
   view.query_outer = captured.query_outer;
+  view.queries_prerope = captured.queries_prerope;
+  view.queries = captured.queries;
+  view.keys_prerope = captured.keys_prerope;
+  view.attention_cosine = captured.attention_cosine;
   view.o_proj = o_proj;
   view.rope_inv_freq = rope_inv_freq;
   return view;

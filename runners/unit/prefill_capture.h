@@ -17,6 +17,12 @@
 //                   column_sums_Lc over the first Lc columns.
 //   query moments   over pre-RoPE query rows [r0, b), r0 = moments_first_row (4, kvpress's
 //                   n_sink), in fp64 and in increasing row order: Σ q [H, d], Σ q qᵀ [H, d, d].
+//   all queries     (all_queries) every query row before b, pre- and post-RoPE, [H, b, d], and
+//                   the pre-RoPE keys of positions 0..b-1, [Hkv, b, d]: copies, f32
+//                   (H·d + H·d + Hkv·d)·4 bytes per layer per token, per boundary.
+//   attention cosine (attention_cosine) per position i < b, cos(x_i, x_i + attn_i) of the residual
+//                   stream before and after the layer's self-attention block, in fp64, stored as
+//                   f32, [b] (SqueezeAttention; the CPU capture computes it, the CUDA one not yet).
 //   keys / values   the first b entries of every KV head (post-RoPE keys), and o_proj from the
 //                   host weights.
 // Because every captured sum runs over rows in increasing order and stops at b, the data for
@@ -44,10 +50,12 @@ struct CaptureOptions {
   // Boundaries b to capture at, each ≥ 1 (e.g. {Lc, Lq}); sorted and de-duplicated by the
   // captures. The prefill must have at least max(b) tokens.
   std::vector<int> boundaries;
-  int window_rows = 0;         // W ≥ 0: query rows kept before each boundary
-  bool column_sums = false;    // compute attention column sums
-  bool query_moments = false;  // compute pre-RoPE query moments
-  int moments_first_row = 4;   // r0 ≥ 0 (kvpress ExpectedAttention's n_sink)
+  int window_rows = 0;            // W ≥ 0: query rows kept before each boundary
+  bool column_sums = false;       // compute attention column sums
+  bool query_moments = false;     // compute pre-RoPE query moments
+  int moments_first_row = 4;      // r0 ≥ 0 (kvpress ExpectedAttention's n_sink)
+  bool attention_cosine = false;  // cos(x_i, x_i + attn_i) per position (SqueezeAttention)
+  bool all_queries = false;       // keep every query row (pre- and post-RoPE) and pre-RoPE key
 };
 
 // Sorts and de-duplicates options.boundaries and checks them, W, r0 and the config's shape; throws
@@ -62,8 +70,12 @@ struct CapturedBoundary {
   std::span<const float> window_queries;  // [H, window_rows, d]
   std::span<const float> column_sums;     // [H, b] or empty
   std::int64_t query_count = 0;
-  std::span<const double> query_sum;    // [H, d] or empty
-  std::span<const double> query_outer;  // [H, d, d] or empty
+  std::span<const double> query_sum;        // [H, d] or empty
+  std::span<const double> query_outer;      // [H, d, d] or empty
+  std::span<const float> queries_prerope;   // [H, b, d] or empty (all_queries)
+  std::span<const float> queries;           // [H, b, d] or empty (all_queries)
+  std::span<const float> keys_prerope;      // [Hkv, b, d] or empty (all_queries)
+  std::span<const float> attention_cosine;  // [b] or empty (CaptureOptions::attention_cosine)
 };
 
 // The LayerCapture view of `layer` at `boundary` with every field but keys/values (the caller adds

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <variant>
 
 #include "methods/score_memo.h"
 #include "runners/unit/greedy_decoding.h"
@@ -93,6 +94,9 @@ UnitPlan plan_unit(const InferenceEngine& engine, const model::ModelWeights& wei
     plan.capture.window_rows = std::max(plan.capture.window_rows, cell.method->window_needed());
     plan.capture.column_sums = plan.capture.column_sums || cell.method->needs_column_sums();
     plan.capture.query_moments = plan.capture.query_moments || cell.method->needs_query_moments();
+    plan.capture.attention_cosine =
+        plan.capture.attention_cosine || cell.method->needs_attention_cosine();
+    plan.capture.all_queries = plan.capture.all_queries || cell.method->needs_all_queries();
   }
   return plan;
 }
@@ -125,18 +129,95 @@ std::optional<methods::Selection> timed_selection(const CellSpec& cell, CellResu
 std::optional<methods::Selection> select_cell(const CellSpec& cell,
                                               std::span<const methods::LayerCapture> layers,
                                               const UnitRunOptions& options, CellResult& result,
-                                              methods::ScoreMemo* memo = nullptr) {
-  return timed_selection(cell, result, [&]() -> std::optional<methods::Selection> {
-    return cell.method->select(layers, cell.budget,
-                               methods::SelectionContext{options.seed, cell.cell_key, memo});
-  });
+                                              methods::ScoreMemo* memo = nullptr,
+                                              const methods::ExtraPassResult* pass = nullptr) {
+  std::optional<methods::Selection> selection =
+      timed_selection(cell, result, [&]() -> std::optional<methods::Selection> {
+        return cell.method->select(
+            layers, cell.budget,
+            methods::SelectionContext{options.seed, cell.cell_key, memo, pass});
+      });
+  if (pass != nullptr) result.select_seconds += pass->seconds;  // the pass is part of selecting
+  return selection;
+}
+
+// Hands each layer of an extra pass's chunk to the pass (methods/extra_pass.h).
+class ExtraPassFold final : public methods::PassObserver {
+ public:
+  ExtraPassFold(const methods::ExtraPass& pass, std::span<const methods::LayerCapture> layers,
+                const methods::PassChunk& chunk, methods::ExtraPassResult& result)
+      : pass_(pass), layers_(layers), chunk_(chunk), result_(result) {}
+  void on_layer(const methods::PassLayerView& view) override {
+    pass_.observe(layers_[static_cast<std::size_t>(view.layer)], chunk_, view, result_);
+  }
+
+ private:
+  const methods::ExtraPass& pass_;
+  std::span<const methods::LayerCapture> layers_;
+  const methods::PassChunk& chunk_;
+  methods::ExtraPassResult& result_;
+};
+
+}  // namespace
+
+methods::ExtraPassResult run_extra_pass(InferenceEngine& engine, const methods::ExtraPass& pass,
+                                        const SequenceCache& prefilled, int boundary,
+                                        std::span<const methods::LayerCapture> layers,
+                                        std::span<const std::int32_t> prompt,
+                                        const methods::PassPrompt& pass_prompt) {
+  const Clock::time_point start = Clock::now();
+  methods::ExtraPassResult result = pass.initial_result(layers);
+  const std::span<const std::int32_t> cached = prompt.first(static_cast<std::size_t>(boundary));
+  for (const methods::PassChunk& chunk : pass.chunks(cached, pass_prompt)) {
+    const std::unique_ptr<SequenceCache> copy = prefilled.fork();
+    copy->truncate(boundary);
+    ExtraPassFold fold(pass, layers, chunk, result);
+    engine.observed_pass(*copy, chunk.tokens, fold);
+  }
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+namespace {
+
+// An extra pass's result, or why it failed (every cell that shares it then fails).
+struct ExtraPassOutcome {
+  std::optional<methods::ExtraPassResult> result;
+  std::string error;
+  double seconds = 0.0;
+};
+
+ExtraPassOutcome try_extra_pass(InferenceEngine& engine, const methods::ExtraPass& pass,
+                                const SequenceCache& prefilled, int boundary,
+                                std::span<const methods::LayerCapture> layers,
+                                std::span<const std::int32_t> prompt,
+                                const methods::PassPrompt& pass_prompt) {
+  const Clock::time_point start = Clock::now();
+  ExtraPassOutcome outcome;
+  try {
+    outcome.result = run_extra_pass(engine, pass, prefilled, boundary, layers, prompt, pass_prompt);
+  } catch (const std::exception& error) {
+    outcome.error = std::string("its extra forward pass failed: ") + error.what();
+  }
+  outcome.seconds = seconds_since(start);
+  return outcome;
+}
+
+// Fails the cell when its pass failed (timed with the pass), else returns the pass's result.
+const methods::ExtraPassResult* pass_for_cell(const CellSpec& cell, const ExtraPassOutcome& outcome,
+                                              CellResult& result) {
+  if (outcome.result) return &*outcome.result;
+  result.select_seconds = outcome.seconds;
+  result.status = CellStatus::failed;
+  result.error = "method " + cell.method->name() + " failed: " + outcome.error;
+  return nullptr;
 }
 
 // Evicts `cache` (holding positions 0..b-1, nothing evicted) down to the selection and records
 // the cell's kept counts; a selection of the wrong shape or with positions the cache does not hold
 // fails the cell.
-bool evict_cell(const CellSpec& cell, const methods::Selection* selection, SequenceCache& cache,
-                CellResult& result) {
+bool evict_cell(const InferenceEngine& engine, const CellSpec& cell,
+                const methods::Selection* selection, SequenceCache& cache, CellResult& result) {
   const std::int64_t layers = cache.num_layers(), heads = cache.num_kv_heads();
   result.candidate_entries = static_cast<std::int64_t>(result.boundary) * layers * heads;
   if (selection != nullptr) {
@@ -147,6 +228,17 @@ bool evict_cell(const CellSpec& cell, const methods::Selection* selection, Seque
       result.error =
           "method " + cell.method->name() + " returned an invalid selection: " + error.what();
       return false;
+    }
+    // key_rerotation (methods/key_rerotation.h): the kept keys move to contiguous positions.
+    if (std::holds_alternative<methods::KeyRerotationParams>(cell.method->parameters())) {
+      try {
+        cache.rerotate_kept_keys(engine.rope_inv_freq(),
+                                 engine.config().dtype == model::ComputeDtype::bf16);
+      } catch (const std::exception& error) {
+        result.status = CellStatus::failed;
+        result.error = "method " + cell.method->name() + ": " + error.what();
+        return false;
+      }
     }
   }
   result.kept_entries = static_cast<std::int64_t>(cache.kept_entries());
@@ -231,6 +323,26 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
                     capture->layers(result.boundary, *prefilled, weights, engine.rope_inv_freq()));
     }
   }
+  // Extra passes (methods/extra_pass.h), one after another on the engine: one run per (boundary,
+  // pass key), shared by the cells whose methods give that key.
+  std::map<std::pair<int, std::string>, ExtraPassOutcome> extra_passes;
+  std::vector<const methods::ExtraPassResult*> pass_results(cells.size(), nullptr);
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (!on_host[i]) continue;
+    const methods::ExtraPass* pass = cells[i].method->extra_pass();
+    if (pass == nullptr) continue;
+    const int b = unit.cells[i].boundary;
+    auto found = extra_passes.find({b, pass->pass_key()});
+    if (found == extra_passes.end()) {
+      found = extra_passes
+                  .emplace(std::make_pair(b, pass->pass_key()),
+                           try_extra_pass(engine, *pass, *prefilled, b, views.at(b), plan.prompt,
+                                          tokens.pass_prompt))
+                  .first;
+    }
+    pass_results[i] = pass_for_cell(cells[i], found->second, unit.cells[i]);
+    if (pass_results[i] == nullptr) on_host[i] = false;
+  }
   // Cells that differ only in the budget share their scorer's scores (methods/score_memo.h).
   methods::ScoreMemo memo;
   const std::ptrdiff_t cell_count = static_cast<std::ptrdiff_t>(cells.size());
@@ -238,8 +350,8 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
   for (std::ptrdiff_t c = 0; c < cell_count; ++c) {
     const std::size_t i = static_cast<std::size_t>(c);
     if (!on_host[i]) continue;
-    selections[i] =
-        select_cell(cells[i], views.at(unit.cells[i].boundary), options, unit.cells[i], &memo);
+    selections[i] = select_cell(cells[i], views.at(unit.cells[i].boundary), options, unit.cells[i],
+                                &memo, pass_results[i]);
   }
 
   // 3–4. Per batch of cells: compacted forks, feed the rest together, decode together.
@@ -266,7 +378,7 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
         std::unique_ptr<SequenceCache> cache = prefilled->fork();
         cache->truncate(result.boundary);
         const methods::Selection* selection = selections[i] ? &*selections[i] : nullptr;
-        const bool evicted = evict_cell(cells[i], selection, *cache, result);
+        const bool evicted = evict_cell(engine, cells[i], selection, *cache, result);
         result.evict_seconds = seconds_since(fork_start);
         if (!evicted) continue;
         if (options.kept_digest)
@@ -340,6 +452,8 @@ UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& we
       capture_options.window_rows = cell.method->window_needed();
       capture_options.column_sums = cell.method->needs_column_sums();
       capture_options.query_moments = cell.method->needs_query_moments();
+      capture_options.attention_cosine = cell.method->needs_attention_cosine();
+      capture_options.all_queries = cell.method->needs_all_queries();
       capture = engine.new_capture(std::move(capture_options));
     }
     const std::unique_ptr<SequenceCache> cache = engine.new_cache(plan.capacity);
@@ -353,12 +467,22 @@ UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& we
       if (!selection && result.status == CellStatus::ok) {
         const std::vector<methods::LayerCapture> layers =
             capture->layers(result.boundary, *cache, weights, engine.rope_inv_freq());
-        selection = select_cell(cell, layers, options, result);
+        std::optional<ExtraPassOutcome> pass;  // the cell's own extra pass, if its method has one
+        if (cell.method->extra_pass() != nullptr) {
+          pass = try_extra_pass(engine, *cell.method->extra_pass(), *cache, result.boundary, layers,
+                                plan.prompt, tokens.pass_prompt);
+        }
+        const methods::ExtraPassResult* pass_result =
+            pass ? pass_for_cell(cell, *pass, result) : nullptr;
+        if (!pass || pass_result != nullptr) {
+          selection = select_cell(cell, layers, options, result, nullptr, pass_result);
+        }
       }
       if (!selection) continue;
     }
     phase = Clock::now();
-    const bool evicted = evict_cell(cell, selection ? &*selection : nullptr, *cache, result);
+    const bool evicted =
+        evict_cell(engine, cell, selection ? &*selection : nullptr, *cache, result);
     result.evict_seconds = seconds_since(phase);
     if (!evicted) continue;
     if (options.kept_digest) {

@@ -15,6 +15,10 @@
 //      batch at once (prefill_batch), positions continuing at the ORIGINAL length b, then greedy
 //      decode them together (greedy_decoding.h). Batches hold at most max_batch_cells cells and
 //      what the engine's memory allows (InferenceEngine::max_concurrent_cells).
+// A method with an extra pass (Method::extra_pass(), methods/extra_pass.h; KVzip) has it run in
+// step 2 before its selection: on copies of the prefilled cache truncated to b, once per (boundary,
+// pass key) for all cells that share it; its time is part of each such cell's select_seconds, and
+// an engine that cannot run it (InferenceEngine::observed_pass) fails those cells.
 // Method::select runs in parallel over cells (OpenMP), so it must be safe to call concurrently (it
 // is const; methods keep no per-call state); step 3 runs in parallel too where the engine allows
 // it (concurrent_cache_ops). A full-KV cell (method == nullptr) follows the same steps without
@@ -37,6 +41,7 @@
 #include <vector>
 
 #include "base/protocol.h"
+#include "methods/extra_pass.h"
 #include "methods/method.h"
 #include "runners/model/model_weights.h"
 #include "runners/unit/inference_engine.h"
@@ -48,6 +53,9 @@ struct UnitTokens {
   std::vector<std::int32_t> context;   // prefix (system/template head) + context; ≥ 1 token
   std::vector<std::int32_t> question;  // may be empty (Lc = Lq)
   std::vector<std::int32_t> suffix;    // template suffix + answer prefix; ≥ 1 token
+  // The reconstruction prompt's ids for methods with an extra pass (KVzip; methods/extra_pass.h),
+  // from the unit's tokenizer and chat template; unused (may stay empty) otherwise.
+  methods::PassPrompt pass_prompt;
 };
 
 struct CellSpec {
@@ -120,6 +128,16 @@ struct UnitResult {
 UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
                     const UnitTokens& tokens, std::span<const CellSpec> cells,
                     const UnitRunOptions& options);
+
+// A method's extra pass (methods/extra_pass.h) at `boundary`, as run_unit runs it: each of
+// pass.chunks(prompt[0..boundary), pass_prompt) on its own copy of `prefilled` truncated to the
+// boundary (`prefilled` itself is not changed), every layer folded by pass.observe with `layers`
+// (the capture's views at the boundary). Throws what the engine or the pass throws.
+methods::ExtraPassResult run_extra_pass(InferenceEngine& engine, const methods::ExtraPass& pass,
+                                        const SequenceCache& prefilled, int boundary,
+                                        std::span<const methods::LayerCapture> layers,
+                                        std::span<const std::int32_t> prompt,
+                                        const methods::PassPrompt& pass_prompt);
 
 // The naive reference route (same inputs, same outputs; timings of its own work).
 UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& weights,

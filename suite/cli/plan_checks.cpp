@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "base/errors.h"
+#include "methods/param_lists.h"
 #include "runners/model/formats/dequantize.h"
 #include "runners/model/formats/gguf.h"
 #include "runners/model/formats/gguf_config.h"
@@ -174,6 +175,25 @@ std::vector<std::string> check_plan_inputs(const manifest::Manifest& m, std::ost
       auto side = std::make_unique<ruler::TokenizerSide>(path, chat_template_of(model));
       model::require_tokenizer_fits_model(side->tokenizer(), config.vocab_size, path.string());
       usable[model.name] = std::move(side);
+      // per_layer_compression: one ratio per layer of every model its grids run it on (kvpress
+      // indexes its list by layer; methods/per_layer_compression.h).
+      for (const auto& g : m.grids) {
+        if (std::find(g.models.begin(), g.models.end(), model.name) == g.models.end()) continue;
+        for (const auto& method_name : g.methods) {
+          const manifest::MethodConfig* cfg = m.find_method(method_name);
+          if (cfg == nullptr || cfg->method != "per_layer_compression") continue;
+          const auto it = cfg->params.find("compression_ratios");
+          if (it == cfg->params.end() || !std::holds_alternative<std::string>(it->second)) continue;
+          const auto ratios = methods::parse_real_list(std::get<std::string>(it->second));
+          if (!ratios || static_cast<int>(ratios->size()) == config.num_layers) continue;
+          const auto pos = cfg->param_pos.find("compression_ratios");
+          diag.error(pos != cfg->param_pos.end() ? pos->second : cfg->pos,
+                     "methods." + cfg->name + ".compression_ratios",
+                     std::to_string(ratios->size()) + " ratios, but model '" + model.name +
+                         "' (grid '" + g.name + "') has " + std::to_string(config.num_layers) +
+                         " layers: give one ratio per layer");
+        }
+      }
     } catch (const model::ModelInputError& e) {
       diag.error(model.path_pos, field, "model '" + model.name + "': " + e.what());
       continue;

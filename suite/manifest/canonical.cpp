@@ -1,5 +1,9 @@
 #include "suite/manifest/canonical.h"
 
+#include <optional>
+#include <vector>
+
+#include "methods/param_lists.h"
 #include "suite/common/sha256.h"
 
 namespace kvaudit::manifest {
@@ -21,9 +25,32 @@ json canonical_method(const Manifest& m, const MethodConfig& cfg) {
   const methods::MethodSpec* spec = methods::find_method(cfg.method);
   for (const auto& [name, value] : cfg.params) {
     bool is_ref = false;
+    std::optional<methods::ParamType> list_type;
     if (spec) {
-      for (const auto& p : spec->params)
+      for (const auto& p : spec->params) {
         if (p.name == name && p.type == methods::ParamType::method_ref) is_ref = true;
+        if (p.name == name && (p.type == methods::ParamType::real_list ||
+                               p.type == methods::ParamType::method_ref_list))
+          list_type = p.type;
+      }
+    }
+    // List parameters (kept as canonical strings, methods/param_lists.h) as JSON arrays; names
+    // inlined as their configurations, like method_ref. No existing manifest has one, so no
+    // existing hash changes.
+    if (list_type && std::holds_alternative<std::string>(value)) {
+      const std::string& text = std::get<std::string>(value);
+      json items = json::array();
+      if (*list_type == methods::ParamType::real_list) {
+        for (const double x : methods::parse_real_list(text).value_or(std::vector<double>{}))
+          items.push_back(x);
+      } else {
+        for (const auto& item : methods::split_name_list(text)) {
+          const MethodConfig* ref = m.find_method(item);
+          items.push_back(ref ? canonical_method(m, *ref) : json(item));
+        }
+      }
+      params[name] = items;
+      continue;
     }
     const MethodConfig* ref = is_ref ? m.find_method(std::get<std::string>(value)) : nullptr;
     params[name] = ref ? canonical_method(m, *ref) : param_json(value);

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "base/errors.h"
+#include "methods/catalog.h"
+#include "suite/manifest/method_configs.h"
 
 namespace kvaudit::manifest {
 namespace {
@@ -137,6 +139,12 @@ std::vector<InputFile> list_input_files(const Manifest& m) {
       for (const auto& task : b.tasks)
         add_if_file(out, "benchmarks." + b.name + ".data_dir", dir, task + ".jsonl");
     }
+  }
+  // Files method configs name (methods::ParamType::path: learned artefacts, head scores).
+  for (const MethodFileParameter& f : method_file_parameters(m)) {
+    if (is_file(f.file))
+      out.push_back(
+          {"methods." + f.config->name + "." + f.param->name, f.file.filename().string(), f.file});
   }
   return out;
 }

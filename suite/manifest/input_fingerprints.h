@@ -2,7 +2,8 @@
 // every file each model loads (an HF directory: config.json, generation_config.json, the tokenizer
 // files, chat_template.jinja, model.safetensors or model.safetensors.index.json and every shard it
 // maps; a GGUF model: the .gguf file) and every data file the benchmarks name (RULER essay, SQuAD,
-// HotpotQA, the generation tokenizer's files; LongBench <data_dir>/<task>.jsonl for each task).
+// HotpotQA, the generation tokenizer's files; LongBench <data_dir>/<task>.jsonl for each task) and
+// every file a method config names (methods::ParamType::path, input "methods.<config>.<param>").
 // Each file is recorded as (the manifest field naming it, its name relative to that path, size,
 // SHA-256). Like path_check.h this is a separate step run by plan, run and reduce, never by the
 // parser; the fingerprints are not part of the manifest hash (the manifest is the same study).

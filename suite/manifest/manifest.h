@@ -68,6 +68,7 @@ struct MethodConfig {
   std::string variant;                                // "" when the method has no variants
   std::map<std::string, methods::ParamValue> params;  // every parameter, defaults filled in
   SourcePos pos;
+  std::map<std::string, SourcePos> param_pos;  // where each written parameter's value is
 };
 
 enum class RatioKind { compression, retention };

@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "methods/param_lists.h"
 #include "suite/manifest/canonical.h"
 #include "suite/manifest/diagnostics.h"
 #include "suite/manifest/method_windows.h"
@@ -539,6 +540,31 @@ class Parser {
                         ") is not a scorer; wrappers take a scoring method");
       }
     }
+    for (const auto& r : list_refs_) {
+      const MethodConfig* ref = m_.find_method(r.target);
+      if (!ref) {
+        diag_.error(r.pos, r.where, "no method configuration named '" + r.target + "'");
+      } else if (ref->name == r.config) {
+        diag_.error(r.pos, r.where, "a method cannot wrap itself");
+      } else if (!mc::find_method(ref->method)->is_scorer) {
+        diag_.error(r.pos, r.where,
+                    "'" + r.target + "' (method " + ref->method +
+                        ") is not a scorer; wrappers take a scoring method");
+      }
+    }
+    // What per-parameter ranges cannot say (methods/catalog.h MethodSpec::check_params):
+    // parameters that do not fit together, at the offending parameter's position.
+    for (const auto& cfg : m_.methods) {
+      const mc::MethodSpec* spec = mc::find_method(cfg.method);
+      if (!spec->check_params) continue;
+      const auto typed = typed_params(cfg);
+      if (!typed) continue;
+      if (const auto problem = spec->check_params(*typed)) {
+        const auto at = cfg.param_pos.find(problem->param);
+        diag_.error(at != cfg.param_pos.end() ? at->second : cfg.pos,
+                    "methods." + cfg.name + "." + problem->param, problem->message);
+      }
+    }
   }
 
   void param(Fields& f, MethodConfig& cfg, const mc::ParamSpec& p,
@@ -555,6 +581,7 @@ class Parser {
       }
       return;
     }
+    cfg.param_pos[p.name] = pos_of(*n);
     auto range_text = [&](double lo, double hi, bool hi_excl) {
       std::string s = "[" + format_number(lo) + ", ";
       if (hi <= lo) return s + "inf)";
@@ -623,7 +650,98 @@ class Parser {
         refs.emplace_back(where, pos_of(*n));
         return;
       }
+      case mc::ParamType::path: {
+        // Kept as written (the hash does not depend on where the study lives); plan and run check
+        // the file (path_check.h) and fingerprint it (input_fingerprints.h).
+        if (!n->is_string() || n->as_string()->get().empty()) {
+          diag_.error(pos_of(*n), where,
+                      "expected a file path (a non-empty string), found " +
+                          (n->is_string() ? std::string("an empty string") : type_phrase(*n)));
+          return;
+        }
+        cfg.params[p.name] = n->as_string()->get();
+        return;
+      }
+      case mc::ParamType::real_list: {
+        // A TOML array of numbers, kept as one canonical string (methods/param_lists.h).
+        const toml::array* a = n->as_array();
+        if (a == nullptr || a->empty()) {
+          diag_.error(pos_of(*n), where,
+                      "expected a non-empty array of numbers, found " +
+                          (a != nullptr ? std::string("an empty array") : type_phrase(*n)));
+          return;
+        }
+        std::vector<double> values;
+        bool ok = true;
+        for (std::size_t i = 0; i < a->size(); ++i) {
+          const toml::node& e = *a->get(i);
+          const std::string item = where + "[" + std::to_string(i) + "]";
+          auto v = f.as_real(e, item);
+          if (!v) {
+            ok = false;
+          } else if (*v < p.min ||
+                     (p.max > p.min && (p.max_exclusive ? *v >= p.max : *v > p.max))) {
+            diag_.error(
+                pos_of(e), item,
+                format_number(*v) + " is outside " + range_text(p.min, p.max, p.max_exclusive));
+            ok = false;
+          } else {
+            values.push_back(*v);
+          }
+        }
+        if (ok) cfg.params[p.name] = mc::format_real_list(values);
+        return;
+      }
+      case mc::ParamType::method_ref_list: {
+        // A TOML array of configuration names (each checked like `scorer` once all are known).
+        const toml::array* a = n->as_array();
+        if (a == nullptr || a->empty()) {
+          diag_.error(pos_of(*n), where,
+                      "expected a non-empty array of method configuration names, found " +
+                          (a != nullptr ? std::string("an empty array") : type_phrase(*n)));
+          return;
+        }
+        std::vector<std::string> names;
+        bool ok = true;
+        for (std::size_t i = 0; i < a->size(); ++i) {
+          const toml::node& e = *a->get(i);
+          const std::string item = where + "[" + std::to_string(i) + "]";
+          if (!e.is_string()) {
+            diag_.error(pos_of(e), item,
+                        "expected the name of a method configuration, found " + type_phrase(e));
+            ok = false;
+            continue;
+          }
+          names.push_back(e.as_string()->get());
+          list_refs_.push_back({cfg.name, item, pos_of(e), names.back()});
+        }
+        if (ok) cfg.params[p.name] = mc::format_name_list(names);
+        return;
+      }
     }
+  }
+
+  // The elements of method_ref_list parameters, checked once every configuration is known.
+  struct ListRef {
+    std::string config;
+    std::string where;
+    SourcePos pos;
+    std::string target;
+  };
+  std::vector<ListRef> list_refs_;
+
+  // A configuration's typed parameters (catalogue defaults, then its values), or nullopt when a
+  // parameter was refused above (and is missing from cfg.params).
+  static std::optional<mc::MethodParams> typed_params(const MethodConfig& cfg) {
+    const mc::MethodSpec* spec = mc::find_method(cfg.method);
+    if (spec == nullptr) return std::nullopt;
+    mc::MethodParams typed = spec->typed_defaults(cfg.variant);
+    for (const auto& p : spec->params) {
+      const auto it = cfg.params.find(p.name);
+      if (it == cfg.params.end()) return std::nullopt;
+      p.assign(typed, it->second);
+    }
+    return typed;
   }
 
   void grids(Fields& top) {
@@ -675,6 +793,27 @@ class Parser {
         g.ratio_kind = cn ? RatioKind::compression : RatioKind::retention;
         const std::string key = cn ? "compression" : "retention";
         if (auto v = numbers(f, key, cn != nullptr ? "compression" : "retention")) g.ratios = *v;
+        // Methods whose parameters fix the budget (MethodSpec::fixed_compression) take no other.
+        for (const auto& name : g.methods) {
+          const MethodConfig* c = m_.find_method(name);
+          const mc::MethodSpec* spec = c != nullptr ? mc::find_method(c->method) : nullptr;
+          if (spec == nullptr || !spec->fixed_compression) continue;
+          const auto typed = typed_params(*c);
+          const auto fixed = typed ? spec->fixed_compression(*typed) : std::nullopt;
+          if (!fixed) continue;
+          for (const double r : g.ratios) {
+            const double compression = cn != nullptr ? r : 1.0 - r;
+            if (std::abs(compression - *fixed) <= 1e-9) continue;
+            diag_.error(pos_of(cn ? *cn : *rn), f.field(key),
+                        "method configuration '" + name + "' (" + c->method +
+                            ") fixes the compression ratio at " + format_number(*fixed) +
+                            " through its compression_ratios (kvpress has no other budget for "
+                            "it); this grid asks for " +
+                            key + " " + format_number(r) +
+                            ": give it a grid of its own with compression = [" +
+                            format_number(*fixed) + "]");
+          }
+        }
         if (!any_ratio && !g.methods.empty())
           diag_.error(pos_of(cn ? *cn : *rn), f.field(key),
                       "no method of this grid takes a ratio budget");
@@ -1019,10 +1158,13 @@ class Parser {
     }
     std::string kind = "retention";
     const std::vector<double>* allowed = nullptr;
+    bool decreasing_threshold = false;  // simlayerkv: a larger threshold keeps more
     if (grid && cfg) {
-      if (mc::find_method(cfg->method)->axis == mc::BudgetAxis::threshold) {
+      const mc::MethodSpec* spec = mc::find_method(cfg->method);
+      if (spec->axis == mc::BudgetAxis::threshold) {
         kind = "threshold";
         allowed = &grid->thresholds;
+        decreasing_threshold = spec->larger_threshold_keeps_more;
       } else if (grid->ratio_kind) {
         kind = *grid->ratio_kind == RatioKind::compression ? "compression" : "retention";
         allowed = &grid->ratios;
@@ -1042,14 +1184,15 @@ class Parser {
       }
       if (!c.candidates.empty()) {
         const double prev = c.candidates.back();
-        // Conservative -> aggressive: retention decreases; compression and T increase.
-        const bool ordered = kind == "retention" ? *v < prev : *v > prev;
+        // Conservative -> aggressive: retention decreases; compression and T increase (the
+        // threshold decreases for methods where a larger one keeps more, e.g. simlayerkv).
+        const bool decreasing = kind == "retention" || decreasing_threshold;
+        const bool ordered = decreasing ? *v < prev : *v > prev;
         if (!ordered) {
           diag_.error(pos_of(e), where,
                       format_number(*v) + " after " + format_number(prev) +
                           ": candidates must go strictly from conservative to aggressive (" +
-                          (kind == "retention" ? "decreasing retention" : "increasing " + kind) +
-                          ")");
+                          (decreasing ? "decreasing " + kind : "increasing " + kind) + ")");
           continue;
         }
       }

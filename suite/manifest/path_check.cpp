@@ -1,8 +1,11 @@
 #include "suite/manifest/path_check.h"
 
 #include <filesystem>
+#include <fstream>
 
+#include "methods/catalog.h"
 #include "suite/manifest/diagnostics.h"
+#include "suite/manifest/method_configs.h"
 
 namespace kvaudit::manifest {
 
@@ -67,6 +70,30 @@ std::vector<std::string> check_paths(const Manifest& m) {
                    p.string() +
                        " is not a tokenizer (expected an HF model directory, a .json tokenizer, a "
                        ".model SentencePiece file or a .gguf file)");
+      }
+    }
+  }
+  // File parameters of method configs (methods::ParamType::path): a readable regular file whose
+  // content passes the parameter's check_file.
+  for (const MethodFileParameter& f : method_file_parameters(m)) {
+    const MethodConfig& cfg = *f.config;
+    const methods::ParamSpec& p = *f.param;
+    const fs::path& file = f.file;
+    const auto at = cfg.param_pos.find(p.name);
+    const SourcePos where = at != cfg.param_pos.end() ? at->second : cfg.pos;
+    const std::string field = "methods." + cfg.name + "." + p.name;
+    std::error_code ec;
+    if (!fs::exists(file, ec)) {
+      diag.error(where, field, file.string() + " does not exist");
+    } else if (!fs::is_regular_file(file, ec)) {
+      diag.error(where, field, file.string() + " is not a regular file");
+    } else if (!std::ifstream(file, std::ios::binary)) {
+      diag.error(where, field, file.string() + " cannot be read");
+    } else if (p.check_file) {
+      try {
+        p.check_file(file.string());
+      } catch (const std::exception& e) {
+        diag.error(where, field, file.string() + ": " + e.what());
       }
     }
   }

@@ -22,6 +22,32 @@ unit::UnitTokens tokenize_prompt_parts(const model::Tokenizer& tokenizer,
   return tokens;
 }
 
+methods::PassPrompt reconstruction_prompt(const model::Tokenizer& tokenizer,
+                                          model::ChatTemplateKind kind) {
+  const model::EncodeOptions options{.add_special_tokens = false, .parse_special = true};
+  std::string prefix_text;
+  std::string suffix_text = "\n";
+  if (kind != model::ChatTemplateKind::none) {
+    const std::string dummy = "dummy context";
+    const std::string separator = "\n" + std::string(dummy.size(), '#');
+    const model::ChatMessage message{model::ChatRole::user, dummy + separator};
+    const std::string rendered =
+        model::render_chat(kind, std::span<const model::ChatMessage>(&message, 1));
+    const std::size_t cut = rendered.find(separator);
+    const std::string head = rendered.substr(0, cut);
+    suffix_text =
+        cut == std::string::npos ? std::string() : rendered.substr(cut + separator.size());
+    prefix_text = head.substr(0, head.find(dummy));
+  }
+  methods::PassPrompt prompt;
+  prompt.prefix_length = static_cast<int>(tokenizer.encode(prefix_text, options).size());
+  prompt.suffix = tokenizer.encode(suffix_text, options);
+  prompt.repeat_first = tokenizer.encode("\n\nRepeat the previous context exactly.", options);
+  prompt.repeat_next = tokenizer.encode(
+      "\n\nRepeat the part of the previous context exactly, starting with", options);
+  return prompt;
+}
+
 namespace {
 
 std::int64_t prompt_size(const unit::UnitTokens& t) {
@@ -91,6 +117,7 @@ UnitInstance BenchmarkInstances::build_ruler(std::string_view task, std::int64_t
 
   UnitInstance out;
   out.tokens = tokenize_prompt_parts(model_.tokenizer(), model::split_prompt(input));
+  out.tokens.pass_prompt = reconstruction_prompt(model_.tokenizer(), model_.chat_template());
   out.answers = instance.answers;
   out.max_new_tokens = instance.max_new_tokens;
   out.nominal_length = benchmark_.length;
@@ -129,6 +156,7 @@ UnitInstance BenchmarkInstances::build_longbench(std::string_view task, std::int
 
   UnitInstance out;
   out.tokens = tokenize_prompt_parts(model_.tokenizer(), instance.split_parts);
+  out.tokens.pass_prompt = reconstruction_prompt(model_.tokenizer(), model_.chat_template());
   out.answers = instance.answers;
   if (instance.all_classes) out.all_classes = *instance.all_classes;
   out.max_new_tokens = instance.max_new_tokens;

@@ -58,6 +58,15 @@ struct UnitInstance {
 unit::UnitTokens tokenize_prompt_parts(const model::Tokenizer& tokenizer,
                                        const model::PromptParts& parts);
 
+// KVzip's reconstruction prompt ids (methods/extra_pass.h, UnitTokens::pass_prompt) as kvpress
+// 0.5.5 KVzipPress builds them: with a chat template, the rendering of one user message
+// "dummy context" + "\n" + 13 '#' (generation prompt on) split at that separator gives the suffix
+// text, and its part before "dummy context" the template head (prefix_length = its token count);
+// without one (none) the head is empty and the suffix "\n". Every text is encoded without added
+// special tokens, parsing control-token literals (as HF's encode does).
+methods::PassPrompt reconstruction_prompt(const model::Tokenizer& tokenizer,
+                                          model::ChatTemplateKind kind);
+
 // The instances of one (model, benchmark) pair. Keeps the RULER generator (and its per-task length
 // search) and the loaded LongBench task files across units. `model` must outlive it.
 class BenchmarkInstances {

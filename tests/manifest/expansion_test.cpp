@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 #include <unordered_set>
 
+#include "methods/catalog.h"
 #include "suite/common/sha256.h"
 #include "suite/manifest/manifest_parser.h"
 #include "test_support.h"
@@ -34,6 +36,22 @@ TEST(Expansion, QueryVisibilityAuditCountsMatchTheSeed) {
   EXPECT_EQ(ex.units.size(), static_cast<std::size_t>(ruler.units + lb.units));
   EXPECT_EQ(ex.cells.size(), static_cast<std::size_t>(ruler.cells + lb.cells));
   EXPECT_EQ(ex.overlapping_cells, 0);
+}
+
+TEST(Expansion, EveryMethodManifestNamesEveryCatalogueMethod) {
+  const Manifest m = load("manifests/every-method.toml");
+  std::set<std::string> named;
+  for (const MethodConfig& c : m.methods) named.insert(c.method);
+  for (const auto& spec : methods::method_catalog()) {
+    if (spec.id != "full") {
+      EXPECT_TRUE(named.count(spec.id)) << spec.id << " is missing";
+    }
+  }
+  const Expansion ex = expand(m);
+  ASSERT_EQ(ex.units.size(), 1u);
+  // 39 configurations (kvzip twice, duo_attention twice) at one budget each + full KV, x 2
+  // protocols.
+  EXPECT_EQ(ex.units.front().n_cells, (39u + 1u) * 2u);
 }
 
 TEST(Expansion, IdsAreUniqueSortedAndRecomputable) {

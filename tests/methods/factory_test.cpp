@@ -76,6 +76,17 @@ TEST(Factory, BuildsTheMethodsBeyondKvpress) {
       std::get<H2oParams>(make_method(cfg("h2o", {}, ""))->parameters()).heavy_fraction, 0.5);
 }
 
+// A committed sample file (relative to the source tree) for every file parameter
+// (ParamType::path), keyed "<method id>.<parameter>".
+const std::map<std::string, std::string> kSampleFiles = {
+    {"headkv.head_scores", "tests/golden/head_budgets/tiny_head_scores.json"},
+    {"qfilter.filters", "tests/golden/artefacts/qfilter_tiny/model.safetensors"},
+    {"expected_attention_stats.statistics",
+     "tests/golden/artefacts/ea_stats_llama_f32/model.safetensors"},
+    {"duo_attention.pattern", "tests/golden/artefacts/duo_pattern_llama_f32.tsv"},
+    // sample files: insert "id.param" entries before this line
+};
+
 // Every catalogue method resolves with its defaults, and the built method records exactly the
 // resolved typed parameters (what device fast paths read).
 TEST(Factory, EveryCatalogueMethodRecordsItsTypedParameters) {
@@ -87,6 +98,17 @@ TEST(Factory, EveryCatalogueMethodRecordsItsTypedParameters) {
       MethodConfig c = cfg(spec.id, {}, variant, spec.id);
       for (const ParamSpec& p : spec.params) {
         if (p.type == ParamType::method_ref) c.params[p.name] = std::string("snap");
+        // List parameters (required): one press, one ratio (methods/param_lists.h string form).
+        if (p.type == ParamType::method_ref_list) c.params[p.name] = std::string("snap");
+        if (p.type == ParamType::real_list) c.params[p.name] = std::string("0.5");
+        // Path parameters the variant requires (one with a variant default, such as
+        // duo_attention on_the_fly's empty pattern, stays unset).
+        if (p.type == ParamType::path && !default_for(p, variant)) {
+          const auto sample = kSampleFiles.find(spec.id + "." + p.name);
+          ASSERT_NE(sample, kSampleFiles.end())
+              << spec.id << "." << p.name << ": a file parameter without a sample file";
+          c.params[p.name] = std::string(KVAUDIT_SOURCE_DIR) + "/" + sample->second;
+        }
       }
       const ResolvedMethod resolved = resolve_method(c, cs.resolver());
       EXPECT_FALSE(std::holds_alternative<std::monostate>(resolved.params)) << spec.id;

@@ -56,11 +56,29 @@ Versions: kvpress 0.5.5 (PyPI), transformers 5.2.0 (kvpress 0.5.5 requires trans
 share tools/.venv, which has transformers 5.24), torch 2.15.0 (the same as tools/.venv), Python 3.11.7; every
 package is pinned in tools/golden/requirements-kvpress.txt.
 
+Press groups (--group NAME): the presses added after the first set live in tools/golden/kvpress_groups/NAME.py,
+one module per group, written to tests/golden/kvpress/kept_NAME.json (same document shape; the C++ parity test
+reads every kept*.json). A group module defines press_table() (the tuples of press_table() below) and may define:
+  NOTES: list of str                        appended to the document's notes
+  MASKED_KINDS: set of kind names           read kept sets from masked_key_indices (as "adakv")
+  check_budget(label, kind, press, kept, length, cr, where) -> bool   True when it checked the case's counts
+  boundary_tie(kind, press, log, kept, cr) -> bool | None              None: not its kind
+  check_against_scores(kind, log, kept, tie, where) -> bool            True when it handled the kind
+  install_recorders(press, log) -> bool                                True when it installed its own
+  run_press(model, attn, ids, press) -> keys per layer                 a press that needs more than one prefill
+  budget_axis(label) -> (axis, values) | None   None: ("compression", COMPRESSIONS); ("threshold", values): the
+                                            press has no compression ratio (simlayerkv), factory(t) gets each
+                                            threshold t and its cases carry "threshold": t and "compression": 0
+  runs_on(label, model, dtype) -> bool         False: no cases of that press on that model/dtype (e.g. a press
+                                            whose bf16 scores tie in every case, which the parity test cannot judge)
+  case_extra(label, kind, press) -> dict | None   extra fields of the case (the last run's press), e.g. the
+                                            re-rotated keys of KeyRerotationPress (group wrappers)
 Rerun (from the repository root; the venv is git-ignored, ~6 GB because PyPI's torch pulls CUDA libraries, which
 stay unused on the CPU):
   python3.11 -m venv tools/.venv-kvpress
   tools/.venv-kvpress/bin/pip install -r tools/golden/requirements-kvpress.txt
   tools/.venv-kvpress/bin/python tools/golden/make_kvpress_golden.py [--out tests/golden/kvpress/kept.json]
+  tools/.venv-kvpress/bin/python tools/golden/make_kvpress_golden.py --group NAME   # kept_NAME.json
 (the install took about 2 minutes here). Reruns are byte-identical (checked by running the script twice and
 comparing the files with cmp); a run takes about 20 seconds on one core.
 """
@@ -68,6 +86,7 @@ comparing the files with cmp); a run takes about 20 seconds on one core.
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.metadata
 import json
 import math
@@ -515,10 +534,74 @@ def check_against_model_reference(notes: list):
                  f"{reference['versions']['transformers']}) for prompt {p}, {checked} model/dtype/attn runs")
 
 
+class Hooks:
+    """The group module's optional hooks, falling back to this script's own functions."""
+
+    def __init__(self, group):
+        self.group = group
+
+    def get(self, name):
+        return getattr(self.group, name, None) if self.group is not None else None
+
+    def notes(self):
+        return list(self.get("NOTES") or [])
+
+    def masked(self, kind):
+        return kind == "adakv" or kind in (self.get("MASKED_KINDS") or set())
+
+    def install_recorders(self, press, log):
+        hook = self.get("install_recorders")
+        if hook is None or not hook(press, log):
+            install_recorders(press, log)
+
+    def run_press(self, model, attn, ids, press):
+        hook = self.get("run_press")
+        return hook(model, attn, ids, press) if hook is not None else prefill(model, attn, ids, press)[0]
+
+    def check_budget(self, label, kind, press, kept, length, cr, where):
+        hook = self.get("check_budget")
+        if hook is None or not hook(label, kind, press, kept, length, cr, where):
+            check_budget(label, kind, press, kept, length, cr, where)
+
+    def boundary_tie(self, kind, press, log, kept, cr):
+        hook = self.get("boundary_tie")
+        tie = hook(kind, press, log, kept, cr) if hook is not None else None
+        return boundary_tie(kind, press, log, kept, cr) if tie is None else tie
+
+    def budget_axis(self, label):
+        hook = self.get("budget_axis")
+        axis = hook(label) if hook is not None else None
+        return axis if axis is not None else ("compression", COMPRESSIONS)
+
+    def runs_on(self, label, model_name, dtype_name):
+        hook = self.get("runs_on")
+        return True if hook is None else bool(hook(label, model_name, dtype_name))
+
+    def case_extra(self, label, kind, press):
+        hook = self.get("case_extra")
+        return (hook(label, kind, press) or {}) if hook is not None else {}
+
+    def check_against_scores(self, kind, log, kept, tie, where):
+        hook = self.get("check_against_scores")
+        if hook is None or not hook(kind, log, kept, tie, where):
+            check_against_scores(kind, log, kept, tie, where)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO / "tests" / "golden" / "kvpress" / "kept.json")
+    parser.add_argument("--group", help="press group module tools/golden/kvpress_groups/GROUP.py "
+                                        "(default: the first press set of this script)")
+    parser.add_argument("--out", type=Path,
+                        help="output (default tests/golden/kvpress/kept.json, or kept_GROUP.json)")
     args = parser.parse_args()
+    group = None
+    if args.group:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        group = importlib.import_module(f"kvpress_groups.{args.group}")
+    hooks = Hooks(group)
+    if args.out is None:
+        name = f"kept_{args.group}.json" if args.group else "kept.json"
+        args.out = REPO / "tests" / "golden" / "kvpress" / name
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
@@ -529,7 +612,7 @@ def main() -> int:
     notes = []
     check_against_model_reference(notes)
     prompts = make_prompts()
-    table = press_table()
+    table = group.press_table() if group is not None else press_table()
     cases = []
     tie_count = 0
     for prompt in prompts:
@@ -540,28 +623,37 @@ def main() -> int:
             length = len(ids)
             full = {attn: prefill(m, attn, ids)[0] for attn, m in models.items()}
             for label, registry, factory, method, attn, kind in table:
+                if not hooks.runs_on(label, model_name, dtype_name):
+                    continue
                 model = models[attn]
-                for cr in COMPRESSIONS:
-                    where = f"{prompt['id']} {protocol} {label} cr={cr}"
+                axis, budgets = hooks.budget_axis(label)
+                for budget in budgets:
+                    cr = budget if axis == "compression" else 0.0
+                    where = f"{prompt['id']} {protocol} {label} " + \
+                        (f"cr={cr}" if axis == "compression" else f"{axis}={budget}")
                     runs = []
                     for _ in range(2):
-                        press = factory(cr)
+                        press = factory(budget)
                         log = []
-                        install_recorders(press, log)
-                        keys, _ = prefill(model, attn, ids, press)
-                        kept = kept_sets(model, full[attn], keys, kind == "adakv", where)
-                        runs.append((kept, boundary_tie(kind, press, log, kept, cr)))
+                        hooks.install_recorders(press, log)
+                        keys = hooks.run_press(model, attn, ids, press)
+                        kept = kept_sets(model, full[attn], keys, hooks.masked(kind), where)
+                        runs.append((kept, hooks.boundary_tie(kind, press, log, kept, cr)))
                     assert runs[0] == runs[1], f"{where}: two runs differ"
                     kept, tie = runs[0]
-                    check_budget(label, kind, press, kept, length, cr, where)
-                    check_against_scores(kind, log, kept, tie, where)
+                    hooks.check_budget(label, kind, press, kept, length, cr, where)
+                    hooks.check_against_scores(kind, log, kept, tie, where)
                     tie_count += tie
                     cases.append({"model": model_name, "dtype": dtype_name, "attn": attn, "prompt": prompt["id"],
                                   "press": label, "registry": registry, "method": method,
                                   "kvpress": press_repr(press), "protocol": protocol, "compression": cr,
-                                  "length": length, "boundary_tie": tie, "kept": kept})
+                                  **({axis: budget} if axis != "compression" else {}),
+                                  "length": length, "boundary_tie": tie, "kept": kept,
+                                  **hooks.case_extra(label, kind, press)})
             print(f"{prompt['id']} {protocol}: done", file=sys.stderr)
 
+    if group is not None:
+        notes += hooks.notes()
     notes += [
         "kept[l][h]: ascending context positions kept in layer l, KV head h; every case was run twice with "
         "identical results, and kept counts match kvpress's budget formulas",
@@ -572,20 +664,23 @@ def main() -> int:
         "change the kept set (torch's CPU topk breaks ties in no index order), so a reimplementation may "
         "legitimately keep another set; two-stage presses (adakv safeguard, criticalkv stage 1) flag a stage-1 tie "
         "only if the tied group is not kept whole whichever members were promoted",
-        f"block(keydiff) uses block_size {BLOCK_SIZE}: with kvpress's 128 >= L the block loop is a single step "
-        "identical to one-shot keydiff",
-        f"pyramidkv with the default window 64 always takes kvpress's fallback budget round(L*(1-cr)) for "
-        f"L <= 144; pyramidkv(window={SMALL_WINDOW}) exercises the per-layer pyramid",
-        f"snapkv with the default window 64 keeps only window positions (all scored max+1, a tie) for cr >= 0.75 "
-        f"at L = 128; snapkv(window={SMALL_WINDOW}) scores most positions by attention",
-        "observed_attention runs with attn_implementation eager (kvpress asserts it); all others with sdpa "
-        "pinned to the CPU flash kernel",
-        "RandomPress is not included: its scores come from torch's global RNG",
-        "method.variant is null for catalog methods without variants; keydiff oneshot carries the catalog's "
-        "block_size default (unused by the oneshot variant)",
     ]
+    if group is None:
+        notes += [
+            f"block(keydiff) uses block_size {BLOCK_SIZE}: with kvpress's 128 >= L the block loop is a single step "
+            "identical to one-shot keydiff",
+            f"pyramidkv with the default window 64 always takes kvpress's fallback budget round(L*(1-cr)) for "
+            f"L <= 144; pyramidkv(window={SMALL_WINDOW}) exercises the per-layer pyramid",
+            f"snapkv with the default window 64 keeps only window positions (all scored max+1, a tie) for cr >= 0.75 "
+            f"at L = 128; snapkv(window={SMALL_WINDOW}) scores most positions by attention",
+            "observed_attention runs with attn_implementation eager (kvpress asserts it); all others with sdpa "
+            "pinned to the CPU flash kernel",
+            "RandomPress is not included: its scores come from torch's global RNG",
+            "method.variant is null for catalog methods without variants; keydiff oneshot carries the catalog's "
+            "block_size default (unused by the oneshot variant)",
+        ]
     doc = {
-        "generator": "tools/golden/make_kvpress_golden.py",
+        "generator": "tools/golden/make_kvpress_golden.py" + (f" --group {args.group}" if args.group else ""),
         "seed": SEED,
         "versions": {"kvpress": importlib.metadata.version("kvpress"),
                      "torch": torch.__version__, "transformers": transformers.__version__,

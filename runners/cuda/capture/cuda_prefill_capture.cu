@@ -37,6 +37,12 @@ CudaPrefillCapture::CudaPrefillCapture(const model::ModelConfig& config,
   require(options_.boundaries.size() <= as_size(kMaxCaptureBoundaries),
           std::to_string(options_.boundaries.size()) + " boundaries, at most " +
               std::to_string(kMaxCaptureBoundaries) + " are supported");
+  // Methods reading every query row and the pre-RoPE keys (LayerCapture::queries, queries_prerope,
+  // keys_prerope) run on the CPU engine only: this capture does not download them.
+  require(!options_.all_queries,
+          "the all-queries capture (every query row and the pre-RoPE keys, read by "
+          "non_causal_attention, leverage, compactor and cap) is not available on the GPU; run "
+          "these methods with --device cpu");
   kv_rows_ = options_.boundaries.back();
   rope_inv_freq_ = model::rope_inv_freq(config_.rope, config_.head_dim);
 }
@@ -195,11 +201,18 @@ std::vector<methods::LayerCapture> CudaPrefillCapture::layers(
     const LayerData& layer = layers_[as_size(l)];
     const BoundaryData& data = layer.boundaries[index];
     methods::LayerCapture& view = result[as_size(l)];
-    view =
-        unit::make_layer_capture(config_, options_, l, boundary,
-                                 {data.window_rows, data.host_window_queries, data.host_column_sums,
-                                  data.query_count, data.host_query_sum, data.host_query_outer},
-                                 weights.layers[as_size(l)].o_proj, rope_inv_freq);
+    view = unit::make_layer_capture(config_, options_, l, boundary,
+                                    {data.window_rows,
+                                     data.host_window_queries,
+                                     data.host_column_sums,
+                                     data.query_count,
+                                     data.host_query_sum,
+                                     data.host_query_outer,
+                                     {},
+                                     {},
+                                     {},
+                                     {}},
+                                    weights.layers[as_size(l)].o_proj, rope_inv_freq);
     for (std::size_t g = 0; g < as_size(c.num_kv_heads); ++g) {
       view.keys.push_back(
           std::span<const float>(layer.host_keys).subspan(g * head_stride, b * dim));

@@ -225,6 +225,10 @@ TEST(CudaCapture, RejectsBadOptionsAndViews) {
   unit::CaptureOptions too_many;
   too_many.boundaries = {1, 2, 3, 4, 5, 6, 7, 8, 9};
   EXPECT_THROW(CudaPrefillCapture(config, too_many), std::invalid_argument);
+  unit::CaptureOptions all_queries;  // every query row: CPU engine only (cuda_prefill_capture.h)
+  all_queries.boundaries = {5};
+  all_queries.all_queries = true;
+  EXPECT_THROW(CudaPrefillCapture(config, all_queries), std::invalid_argument);
 
   unit::CaptureOptions options;
   options.boundaries = {10};

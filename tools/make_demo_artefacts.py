@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Synthetic method artefacts shaped for a model, so that manifests/every-method.toml can run the
+artefact methods (qfilter, expected_attention_stats, duo_attention variant `pattern`, headkv) end to
+end on SmolLM2-135M-Instruct. The values are seeded random numbers with the right shapes and
+ranges: they exercise the code paths (reading, checking, hashing, scoring) and say NOTHING about
+how well these methods work. Real artefacts come from the methods' authors or their training code
+(docs/METHODS.md says where, per method).
+
+Writes into --out (default results/every-method-artefacts):
+  qfilter.safetensors          q_filters [layers, kv_heads, head_dim] F32
+  ea_stats.safetensors         query_mean [layers, heads, head_dim], query_cov [layers, heads, d, d] F32
+                               (cov = A·Aᵀ/d + 0.1·I: symmetric positive definite)
+  duo_pattern.tsv              one row per layer, one value in [0, 1] per KV head
+  head_scores.json             {"<layer>-<head>": score in [0, 1)} for every layer and query head
+  README.txt                   says that these are synthetic
+Standard library only (no numpy): `python3 tools/make_demo_artefacts.py [--out DIR] [--layers 30
+--heads 9 --kv-heads 3 --head-dim 64 --seed 7]`; the defaults are SmolLM2-135M's shape.
+"""
+
+import argparse
+import json
+import random
+import struct
+from pathlib import Path
+
+
+def write_safetensors(path: Path, tensors: dict) -> None:
+    """tensors: name -> (shape, flat list of floats); F32 little-endian, in insertion order."""
+    header, blobs, offset = {}, [], 0
+    for name, (shape, values) in tensors.items():
+        blob = struct.pack(f"<{len(values)}f", *values)
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + len(blob)]}
+        blobs.append(blob)
+        offset += len(blob)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)  # align the data to 8 bytes
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results" /
+                        "every-method-artefacts")
+    parser.add_argument("--layers", type=int, default=30)
+    parser.add_argument("--heads", type=int, default=9)
+    parser.add_argument("--kv-heads", type=int, default=3)
+    parser.add_argument("--head-dim", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=7)
+    a = parser.parse_args()
+    if min(a.layers, a.heads, a.kv_heads, a.head_dim) < 1 or a.heads % a.kv_heads:
+        parser.error("layers, heads, kv-heads, head-dim must be positive and heads a multiple of kv-heads")
+    rng = random.Random(a.seed)
+    a.out.mkdir(parents=True, exist_ok=True)
+    d = a.head_dim
+
+    filters = [rng.gauss(0, 1) for _ in range(a.layers * a.kv_heads * d)]
+    write_safetensors(a.out / "qfilter.safetensors", {"q_filters": ((a.layers, a.kv_heads, d), filters)})
+
+    mean, cov = [], []
+    for _ in range(a.layers * a.heads):
+        mean += [rng.gauss(0, 0.5) for _ in range(d)]
+        m = [[rng.gauss(0, 1) for _ in range(d)] for _ in range(d)]
+        for i in range(d):
+            for j in range(d):
+                cov.append(sum(m[i][k] * m[j][k] for k in range(d)) / d + (0.1 if i == j else 0.0))
+    write_safetensors(a.out / "ea_stats.safetensors",
+                      {"query_mean": ((a.layers, a.heads, d), mean),
+                       "query_cov": ((a.layers, a.heads, d, d), cov)})
+
+    rows = ["\t".join(f"{rng.random():.6f}" for _ in range(a.kv_heads)) for _ in range(a.layers)]
+    (a.out / "duo_pattern.tsv").write_text("\n".join(rows) + "\n")
+
+    scores = {f"{layer}-{head}": round(rng.random(), 6) for layer in range(a.layers) for head in range(a.heads)}
+    (a.out / "head_scores.json").write_text(json.dumps(scores) + "\n")
+
+    (a.out / "README.txt").write_text(
+        "SYNTHETIC artefacts made by tools/make_demo_artefacts.py (seed %d, %d layers, %d heads, %d KV heads, "
+        "head_dim %d): seeded random values with the right shapes, for running the artefact methods end to end. "
+        "They carry no information about any model; never report results made with them.\n"
+        % (a.seed, a.layers, a.heads, a.kv_heads, d))
+    print(f"wrote synthetic artefacts to {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
