@@ -5,6 +5,7 @@
 #include "suite/manifest/method_windows.h"
 
 #include <optional>
+#include <set>
 #include <string>
 
 #include "methods/method_resolution.h"
@@ -32,6 +33,7 @@ const Benchmark* find_benchmark(const Manifest& m, const std::string& name) {
 void check_method_windows(const Manifest& m, Diagnostics& diag) {
   const std::vector<methods::MethodConfig> configs = method_configs(m);
   const methods::ConfigResolver resolve = config_resolver(configs);
+  std::set<std::string> unbuildable;  // configurations reported once, not once per grid
   for (const auto& grid : m.grids) {
     for (const auto& method_name : grid.methods) {
       const MethodConfig* cfg = find_config(m, method_name);
@@ -39,8 +41,12 @@ void check_method_windows(const Manifest& m, Diagnostics& diag) {
       std::optional<methods::ObservationWindow> window;
       try {
         window = methods::observation_window(methods::resolve_method(*resolve(cfg->name), resolve));
-      } catch (const std::invalid_argument&) {
-        continue;  // the parser has reported what is wrong with the configuration
+      } catch (const std::invalid_argument& e) {
+        // Called only when the parser found nothing wrong: a configuration it let through that
+        // the run could not build is reported here, so that plan and run agree on what runs.
+        if (unbuildable.insert(cfg->name).second)
+          diag.error(cfg->pos, "methods." + cfg->name, e.what());
+        continue;
       }
       if (!window) continue;
       for (const auto& benchmark_name : grid.benchmarks) {

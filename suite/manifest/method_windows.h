@@ -6,7 +6,9 @@
 // is not smaller than a benchmark's length (RULER: the nominal context; LongBench: the prompt
 // limit), no candidate is left to evict and kvpress's SnapKV asserts. Such a manifest is rejected
 // at plan time, naming the method config, the benchmark and both numbers, instead of producing
-// failed cells at run time.
+// failed cells at run time. It resolves every grid's configuration exactly as the run will
+// (methods::resolve_method); a configuration the parser accepted but that does not resolve is
+// reported too (at the configuration, once), so a run never meets a method it cannot build.
 #pragma once
 
 #include "suite/manifest/diagnostics.h"
