@@ -1,14 +1,17 @@
-// Fuzz target: the artefact readers of methods/artefact_files.h (the files QFilter,
-// ExpectedAttentionStats and DuoAttention take from the manifest) on arbitrary bytes: as a
-// safetensors file asked for each artefact tensor, and as a TSV pattern. Any input must either
-// parse or raise std::invalid_argument; anything else (crash, other exception, sanitizer report)
-// is a bug.
+// Fuzz target: the readers of the files and lists method parameters name, on arbitrary bytes —
+// methods/artefact_files.h (QFilter, ExpectedAttentionStats, DuoAttention: a safetensors file asked
+// for each artefact tensor, a TSV pattern), methods/head_scores_file.h (HeadKV's JSON) and
+// methods/param_lists.h (list parameters' canonical text). Any input must either parse or raise
+// std::invalid_argument (a list parses or gives nullopt); anything else (crash, other exception,
+// sanitizer report) is a bug.
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "methods/artefact_files.h"
+#include "methods/head_scores_file.h"
+#include "methods/param_lists.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace kvaudit::methods;
@@ -19,9 +22,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const std::invalid_argument&) {
     }
   }
+  const std::string text(bytes.begin(), bytes.end());
   try {
-    (void)parse_tsv_matrix(std::string(bytes.begin(), bytes.end()), "fuzz");
+    (void)parse_tsv_matrix(text, "fuzz");
   } catch (const std::invalid_argument&) {
   }
+  try {
+    (void)parse_head_scores(text);
+  } catch (const std::invalid_argument&) {
+  }
+  (void)parse_real_list(text);
+  (void)split_name_list(text);
   return 0;
 }
