@@ -17,40 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A study directory with a GGUF model and one method config (its lines start at line 19).
+// A study directory with a GGUF model and one method config `a` (its lines start at line 20).
 fs::path make_study(const std::string& name, const std::string& method_lines) {
-  const fs::path dir = test::fresh_dir(name);
-  test::write_file(dir / "m.gguf", "gguf bytes");
-  test::write_file(dir / "study.toml", R"([study]
-name = "artefacts"
-seed = 1
-output_dir = "out"
-
-[[models]]
-name = "m"
-path = "m.gguf"
-format = "gguf"
-chat_template = "chatml"
-
-[[benchmarks]]
-name = "r"
-kind = "ruler"
-tasks = ["niah_single_1"]
-length = 1024
-instances = 2
-
-[methods.a]
-)" + method_lines + R"(
-
-[[grids]]
-name = "g"
-benchmarks = ["r"]
-methods = ["a"]
-compression = [0.5]
-protocols = ["query-aware"]
-attention_backends = ["sdpa"]
-)");
-  return dir;
+  return test::one_method_study(name, "a", method_lines);
 }
 
 std::string absolute_text(const fs::path& p) { return fs::absolute(p).lexically_normal().string(); }

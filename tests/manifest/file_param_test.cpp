@@ -23,42 +23,12 @@ namespace fs = std::filesystem;
 
 constexpr const char* kScores = R"({"0-0": [1, 2], "0-1": 0.5, "1-0": 0, "1-1": [3]})";
 
-// A study directory with a GGUF model and a headkv config naming scores/h.json (line 19, col 15).
+// A study directory with a GGUF model and a headkv config naming scores/h.json (line 21, col 15).
 fs::path make_study(const std::string& name, const char* scores = kScores) {
-  const fs::path dir = test::fresh_dir(name);
-  test::write_file(dir / "m.gguf", "gguf bytes");
+  const fs::path dir =
+      test::one_method_study(name, "hk", "method = \"headkv\"\nhead_scores = \"scores/h.json\"");
   fs::create_directories(dir / "scores");
   if (scores != nullptr) test::write_file(dir / "scores" / "h.json", scores);
-  test::write_file(dir / "study.toml", R"([study]
-name = "files"
-seed = 1
-output_dir = "out"
-
-[[models]]
-name = "m"
-path = "m.gguf"
-format = "gguf"
-chat_template = "chatml"
-
-[[benchmarks]]
-name = "r"
-kind = "ruler"
-tasks = ["niah_single_1"]
-length = 1024
-instances = 2
-
-[methods.hk]
-method = "headkv"
-head_scores = "scores/h.json"
-
-[[grids]]
-name = "g"
-benchmarks = ["r"]
-methods = ["hk"]
-compression = [0.5]
-protocols = ["query-aware"]
-attention_backends = ["sdpa"]
-)");
   return dir;
 }
 

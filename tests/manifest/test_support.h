@@ -34,6 +34,45 @@ inline std::filesystem::path fresh_dir(const std::string& name) {
   return dir;
 }
 
+// A fresh study directory `name` with a stand-in GGUF model (m.gguf, not a real model) and
+// study.toml running the one method configuration `config` on one RULER task: its table header
+// `[methods.<config>]` is line 19 and `lines` start at line 20.
+inline std::filesystem::path one_method_study(const std::string& name, const std::string& config,
+                                              const std::string& lines) {
+  const std::filesystem::path dir = fresh_dir(name);
+  write_file(dir / "m.gguf", "gguf bytes");
+  write_file(dir / "study.toml", R"([study]
+name = "one-method"
+seed = 1
+output_dir = "out"
+
+[[models]]
+name = "m"
+path = "m.gguf"
+format = "gguf"
+chat_template = "chatml"
+
+[[benchmarks]]
+name = "r"
+kind = "ruler"
+tasks = ["niah_single_1"]
+length = 1024
+instances = 2
+
+[methods.)" + config + "]\n" + lines +
+                                     R"(
+
+[[grids]]
+name = "g"
+benchmarks = ["r"]
+methods = [")" + config + R"("]
+compression = [0.5]
+protocols = ["query-aware"]
+attention_backends = ["sdpa"]
+)");
+  return dir;
+}
+
 inline std::string replace_once(std::string s, const std::string& from, const std::string& to) {
   const auto pos = s.find(from);
   if (pos == std::string::npos) throw std::runtime_error("test fixture lacks: " + from);
