@@ -40,26 +40,23 @@ ExpectedAttentionScorer::ExpectedAttentionScorer(ExpectedAttentionParams params)
     throw std::invalid_argument("expected_attention: epsilon must be >= 0");
 }
 
-void rotate_query_moments(const double* query_sum, const double* query_outer, double n,
-                          std::span<const double> rotation, std::size_t head_dim,
-                          bool with_covariance, double* mean_out, double* covariance_out) {
+void rotate_query_statistics(const double* mean, const double* covariance,
+                             std::span<const double> rotation, std::size_t head_dim,
+                             bool with_covariance, double* mean_out, double* covariance_out) {
   const std::size_t d = head_dim;
   const double* R = rotation.data();
-  std::vector<double> mu(d), cov(d * d), tmp(d * d);
-  for (std::size_t a = 0; a < d; ++a) mu[a] = query_sum[a] / n;
-  for (std::size_t a = 0; a < d; ++a)
-    for (std::size_t b = 0; b < d; ++b) cov[a * d + b] = query_outer[a * d + b] / n - mu[a] * mu[b];
   for (std::size_t r = 0; r < d; ++r) {
     double acc = 0.0;
-    for (std::size_t c = 0; c < d; ++c) acc += R[r * d + c] * mu[c];
+    for (std::size_t c = 0; c < d; ++c) acc += R[r * d + c] * mean[c];
     mean_out[r] = acc;
   }
   if (!with_covariance) return;
   // tmp = Σ R̄ᵀ, covariance_out = R̄ tmp.
+  std::vector<double> tmp(d * d);
   for (std::size_t a = 0; a < d; ++a)
     for (std::size_t b = 0; b < d; ++b) {
       double acc = 0.0;
-      for (std::size_t c = 0; c < d; ++c) acc += cov[a * d + c] * R[b * d + c];
+      for (std::size_t c = 0; c < d; ++c) acc += covariance[a * d + c] * R[b * d + c];
       tmp[a * d + b] = acc;
     }
   for (std::size_t a = 0; a < d; ++a)
@@ -68,6 +65,18 @@ void rotate_query_moments(const double* query_sum, const double* query_outer, do
       for (std::size_t c = 0; c < d; ++c) acc += R[a * d + c] * tmp[c * d + b];
       covariance_out[a * d + b] = acc;
     }
+}
+
+void rotate_query_moments(const double* query_sum, const double* query_outer, double n,
+                          std::span<const double> rotation, std::size_t head_dim,
+                          bool with_covariance, double* mean_out, double* covariance_out) {
+  const std::size_t d = head_dim;
+  std::vector<double> mu(d), cov(d * d);
+  for (std::size_t a = 0; a < d; ++a) mu[a] = query_sum[a] / n;
+  for (std::size_t a = 0; a < d; ++a)
+    for (std::size_t b = 0; b < d; ++b) cov[a * d + b] = query_outer[a * d + b] / n - mu[a] * mu[b];
+  rotate_query_statistics(mu.data(), cov.data(), rotation, head_dim, with_covariance, mean_out,
+                          covariance_out);
 }
 
 void ExpectedAttentionScorer::score(const LayerCapture& layer, const SelectionContext&,

@@ -32,6 +32,13 @@ void rotate_query_moments(const double* query_sum, const double* query_outer, do
                           std::span<const double> rotation, std::size_t head_dim,
                           bool with_covariance, double* mean_out, double* covariance_out);
 
+// The rotation step alone, from a mean μ [d] and covariance Σ [d, d] already in hand (the prompt's
+// moments above; ExpectedAttentionStatsScorer's statistics from a file): mean_out = R̄ μ and, with
+// covariance, covariance_out = R̄ Σ R̄ᵀ, in the same loop order.
+void rotate_query_statistics(const double* mean, const double* covariance,
+                             std::span<const double> rotation, std::size_t head_dim,
+                             bool with_covariance, double* mean_out, double* covariance_out);
+
 // Steps 3–5 of one layer from the rotated moments of every query head: rotated_means [H, d] (μ'),
 // rotated_covariances [H, d, d] (Σ', read only with use_covariance). The scorer calls it with the
 // prompt's own moments; ExpectedAttentionStatsScorer (expected_attention_stats.h) with statistics

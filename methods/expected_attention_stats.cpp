@@ -88,33 +88,16 @@ void ExpectedAttentionStatsScorer::score(const LayerCapture& layer, const Select
   const auto R =
       averaged_rope_rotation(layer.rope_inv_freq, layer.length, params_.n_future_positions);
   const std::size_t layer_offset = static_cast<std::size_t>(layer.layer) * H;
-  std::vector<double> mu(d), cov(d * d), tmp(d * d);
+  std::vector<double> mu(d), cov(d * d);
   std::vector<double> mu_rot(H * d), cov_rot(params_.use_covariance ? H * d * d : 0);
   for (std::size_t h = 0; h < H; ++h) {
     const float* mean = query_mean_.values.data() + (layer_offset + h) * d;
     const float* covariance = query_cov_.values.data() + (layer_offset + h) * d * d;
     for (std::size_t a = 0; a < d; ++a) mu[a] = maybe_bf16(mean[a], bf16);
     for (std::size_t a = 0; a < d * d; ++a) cov[a] = maybe_bf16(covariance[a], bf16);
-    // μ' = R̄ μ
-    for (std::size_t r = 0; r < d; ++r) {
-      double acc = 0.0;
-      for (std::size_t c = 0; c < d; ++c) acc += R[r * d + c] * mu[c];
-      mu_rot[h * d + r] = acc;
-    }
-    if (!params_.use_covariance) continue;
-    // Σ' = R̄ (Σ R̄ᵀ)
-    for (std::size_t a = 0; a < d; ++a)
-      for (std::size_t b = 0; b < d; ++b) {
-        double acc = 0.0;
-        for (std::size_t c = 0; c < d; ++c) acc += cov[a * d + c] * R[b * d + c];
-        tmp[a * d + b] = acc;
-      }
-    for (std::size_t a = 0; a < d; ++a)
-      for (std::size_t b = 0; b < d; ++b) {
-        double acc = 0.0;
-        for (std::size_t c = 0; c < d; ++c) acc += R[a * d + c] * tmp[c * d + b];
-        cov_rot[(h * d + a) * d + b] = acc;
-      }
+    rotate_query_statistics(mu.data(), cov.data(), R, d, params_.use_covariance,
+                            mu_rot.data() + h * d,
+                            params_.use_covariance ? cov_rot.data() + h * d * d : nullptr);
   }
   expected_attention_scores(layer, scoring_params(params_), mu_rot, cov_rot, scores);
 }

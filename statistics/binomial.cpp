@@ -5,19 +5,13 @@
 
 #include <boost/math/distributions/binomial.hpp>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "base/errors.h"
+#include "statistics/argument_checks.h"
 
 namespace kvaudit::stats {
 namespace {
-
-std::string str(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  return buffer;
-}
 
 const std::string kMaxTrialsText = "2^53 = " + std::to_string(kMaxTrials);
 
@@ -33,18 +27,6 @@ void require_successes(std::int64_t trials, std::int64_t successes, const char* 
   if (successes < 0 || successes > trials) {
     throw InputError(std::string(function) + ": successes must be in [0, trials = " +
                      std::to_string(trials) + "], got " + std::to_string(successes));
-  }
-}
-
-void require_probability(double p, const char* name, const char* function) {
-  if (!(p >= 0.0 && p <= 1.0)) {
-    throw InputError(std::string(function) + ": " + name + " must be in [0, 1], got " + str(p));
-  }
-}
-
-void require_open_unit(double v, const char* name, const char* function) {
-  if (!(v > 0.0 && v < 1.0)) {
-    throw InputError(std::string(function) + ": " + name + " must be in (0, 1), got " + str(v));
   }
 }
 

@@ -4,32 +4,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <numbers>
 
 #include "base/errors.h"
+#include "statistics/argument_checks.h"
 #include "statistics/binomial.h"
 
 namespace kvaudit::stats {
 namespace {
 
-std::string str(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  return buffer;
-}
-
-void require_open_unit(double v, const char* name, const char* function) {
-  if (!(v > 0.0 && v < 1.0)) {
-    throw InputError(std::string(function) + ": " + name + " must be in (0, 1), got " + str(v));
-  }
-}
-
 void require_hb_inputs(double r_hat, std::int64_t n, double alpha, const char* function) {
   if (!(r_hat >= 0.0 && r_hat <= 1.0)) {
     throw InputError(std::string(function) + ": r_hat (mean loss) must be in [0, 1], got " +
-                     str(r_hat));
+                     exact_text(r_hat));
   }
   if (n < 1 || n > kMaxTrials) {
     throw InputError(std::string(function) + ": n must be in [1, 2^53 = " +
@@ -43,7 +31,7 @@ void require_losses(const std::vector<double>& losses, const std::string& what) 
   for (std::size_t i = 0; i < losses.size(); ++i) {
     const double x = losses[i];
     if (!std::isfinite(x) || x < 0.0 || x > 1.0) {
-      throw InputError(what + ": loss " + std::to_string(i) + " is " + str(x) +
+      throw InputError(what + ": loss " + std::to_string(i) + " is " + exact_text(x) +
                        " (losses must be finite and in [0, 1])");
     }
   }
@@ -117,7 +105,8 @@ double hoeffding_bentkus_p_value(double r_hat, std::int64_t n, double alpha) {
 double wsr_log_capital(const std::vector<double>& losses, double r, double bet_delta) {
   require_losses(losses, "wsr_log_capital");
   if (!(r >= 0.0 && r <= 1.0)) {
-    throw InputError("wsr_log_capital: r (the tested mean) must be in [0, 1], got " + str(r));
+    throw InputError("wsr_log_capital: r (the tested mean) must be in [0, 1], got " +
+                     exact_text(r));
   }
   require_open_unit(bet_delta, "bet_delta", "wsr_log_capital");
   return log_capital(losses, wsr_bets(losses, bet_delta), r);
@@ -164,8 +153,8 @@ double joint_p_value(const std::vector<double>& per_risk) {
   double p = 0.0;
   for (std::size_t i = 0; i < per_risk.size(); ++i) {
     if (!(per_risk[i] >= 0.0 && per_risk[i] <= 1.0)) {
-      throw InputError("joint_p_value: p-value " + std::to_string(i) + " is " + str(per_risk[i]) +
-                       " (must be in [0, 1])");
+      throw InputError("joint_p_value: p-value " + std::to_string(i) + " is " +
+                       exact_text(per_risk[i]) + " (must be in [0, 1])");
     }
     p = std::max(p, per_risk[i]);
   }

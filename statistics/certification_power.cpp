@@ -2,29 +2,13 @@
 #include "statistics/certification_power.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 
 #include "base/errors.h"
+#include "statistics/argument_checks.h"
 #include "statistics/binomial.h"
 
 namespace kvaudit::stats {
-namespace {
-
-std::string str(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  return buffer;
-}
-
-void require_open_unit(double v, const char* name, const char* function) {
-  if (!(v > 0.0 && v < 1.0)) {
-    throw InputError(std::string(function) + ": " + name + " must be in (0, 1), got " + str(v));
-  }
-}
-
-}  // namespace
-
 double certification_power(std::int64_t n, double epsilon, double delta, double rate) {
   if (n < 1 || n > kMaxTrials) {
     throw InputError("certification_power: n must be in [1, 2^53 = " + std::to_string(kMaxTrials) +
@@ -34,7 +18,7 @@ double certification_power(std::int64_t n, double epsilon, double delta, double 
   require_open_unit(delta, "delta", "certification_power");
   if (!(rate >= 0.0 && rate <= 1.0)) {
     throw InputError("certification_power: rate (true violation rate) must be in [0, 1], got " +
-                     str(rate));
+                     exact_text(rate));
   }
   const std::int64_t k_star = max_certifiable_violations(n, epsilon, delta);
   return k_star < 0 ? 0.0 : binomial_cdf(n, rate, k_star);
@@ -47,8 +31,8 @@ SampleSize certification_sample_size(double epsilon, double delta, double rate, 
   require_open_unit(delta, "delta", function);
   if (!(rate >= 0.0 && rate < epsilon)) {
     throw InputError(std::string(function) +
-                     ": rate (true violation rate) must be in [0, epsilon = " + str(epsilon) +
-                     "), got " + str(rate) +
+                     ": rate (true violation rate) must be in [0, epsilon = " +
+                     exact_text(epsilon) + "), got " + exact_text(rate) +
                      " (at rate >= epsilon the certification probability never exceeds delta)");
   }
   require_open_unit(target_power, "target power", function);

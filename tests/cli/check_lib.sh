@@ -113,12 +113,13 @@ protocols = ["query-aware"]
 attention_backends = ["sdpa"]
 EOF
 }
-write_backend_grid_study() {  # write_backend_grid_study FILE OUTPUT_DIR NAME SEED SNAPKV_WINDOW
-  cat >"$1" <<EOF
+tiny_ruler_study_head() {  # tiny_ruler_study_head OUTPUT_DIR NAME SEED INSTANCES (to stdout)
+  # [study], the tiny HF model at $work/tiny and RULER niah_single_1/2 at 512 tokens.
+  cat <<EOF
 [study]
-name = "$3"
-seed = $4
-output_dir = "$2"
+name = "$2"
+seed = $3
+output_dir = "$1"
 
 [[models]]
 name = "tiny"
@@ -132,8 +133,14 @@ name = "r"
 kind = "ruler"
 tasks = ["niah_single_1", "niah_single_2"]
 length = 512
-instances = 2
+instances = $4
 
+EOF
+}
+write_backend_grid_study() {  # write_backend_grid_study FILE OUTPUT_DIR NAME SEED SNAPKV_WINDOW
+  {
+    tiny_ruler_study_head "$2" "$3" "$4" 2
+    cat <<EOF
 [methods.random]
 [methods.knorm]
 [methods.snapkv]
@@ -147,4 +154,5 @@ compression = [0.5, 0.75]
 protocols = ["query-aware", "query-agnostic"]
 attention_backends = ["sdpa", "eager"]
 EOF
+  } >"$1"
 }

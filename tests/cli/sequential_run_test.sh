@@ -26,26 +26,9 @@ start_model_cli_test "$1" "$2" "$3"
 
 make_tiny_hf_model "$work/tiny"
 write_study() {  # write_study FILE OUTPUT_DIR
-  cat >"$1" <<TOML
-[study]
-name = "sequential"
-seed = 7
-output_dir = "$2"
-
-[[models]]
-name = "tiny"
-path = "$work/tiny"
-format = "hf"
-chat_template = "none"
-dtype = "f32"
-
-[[benchmarks]]
-name = "r"
-kind = "ruler"
-tasks = ["niah_single_1", "niah_single_2"]
-length = 512
-instances = 12
-
+  {
+    tiny_ruler_study_head "$2" sequential 7 12
+    cat <<TOML
 [methods.knorm]
 
 [[grids]]
@@ -85,6 +68,7 @@ delta = 0.2
 calibration = 8
 test = 4
 TOML
+  } >"$1"
 }
 write_study "$work/a.toml" "$work/a"
 write_study "$work/b.toml" "$work/b"
