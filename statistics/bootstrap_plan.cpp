@@ -6,12 +6,13 @@
 #include <boost/math/distributions/normal.hpp>
 #include <cmath>
 #include <cstring>
-#include <exception>
+#include <functional>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "base/errors.h"
+#include "statistics/parallel_for.h"
 #include "statistics/rng.h"
 
 namespace kvaudit::stats {
@@ -474,31 +475,11 @@ void BootstrapPlan::replicates(std::uint64_t seed, std::int64_t begin, std::int6
   const auto b0 = static_cast<std::uint32_t>(begin);
   const auto length = static_cast<std::uint32_t>(end - begin);
   out.assign(comparisons_.size(), std::vector<double>(length));
-  const auto workers = static_cast<std::uint32_t>(
-      std::max<std::int64_t>(1, std::min<std::int64_t>(threads, length)));
-  if (workers == 1) {
-    replicate_range(seed, b0, b0 + length, b0, out);
-    return;
-  }
-  std::vector<std::thread> pool;
-  std::vector<std::exception_ptr> errors(workers);
-  for (std::uint32_t w = 0; w < workers; ++w) {
-    // Contiguous b ranges; each replicate is computed entirely by one thread.
-    const auto lo = static_cast<std::uint32_t>(static_cast<std::uint64_t>(length) * w / workers);
-    const auto hi =
-        static_cast<std::uint32_t>(static_cast<std::uint64_t>(length) * (w + 1) / workers);
-    pool.emplace_back([this, seed, b0, lo, hi, &out, &errors, w] {
-      try {
-        replicate_range(seed, b0 + lo, b0 + hi, b0, out);
-      } catch (...) {
-        errors[w] = std::current_exception();
-      }
-    });
-  }
-  for (auto& thread : pool) thread.join();
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
+  // Contiguous b ranges; each replicate is computed entirely by one thread.
+  for_each_contiguous(length, threads, [&](std::size_t lo, std::size_t hi) {
+    replicate_range(seed, b0 + static_cast<std::uint32_t>(lo), b0 + static_cast<std::uint32_t>(hi),
+                    b0, out);
+  });
 }
 
 std::vector<double> BootstrapPlan::jackknife(std::size_t c) const {
@@ -544,10 +525,41 @@ BootstrapResult BootstrapPlan::summarize(std::size_t c, std::vector<double> repl
   result.mean_a = comparison.mean_a;
   result.mean_b = comparison.mean_b;
   result.estimate = comparison.estimate;
+  result.exact_integer = comparison.integer;
+  std::string bca_precheck;
+  if (options.bca) {
+    const bool one_distinct_difference = [&] {
+      const bool small = comparison.integer;
+      const std::size_t n = small ? comparison.small.size() : comparison.wide.size();
+      for (std::size_t i = 1; i < n; ++i) {
+        if (small ? comparison.small[i] != comparison.small[0]
+                  : comparison.wide[i] != comparison.wide[0]) {
+          return false;
+        }
+      }
+      return true;
+    }();
+    const bool macro_singleton = aggregate_ == Aggregate::macro &&
+                                 std::any_of(comparison.parts.begin(), comparison.parts.end(),
+                                             [](const Part& part) { return part.size < 2; });
+    if (one_distinct_difference) {
+      bca_precheck = "BCa undefined: every paired difference is equal";
+    } else if (comparison.instances < 2 || macro_singleton) {
+      bca_precheck = "BCa undefined: the jackknife needs 2 or more instances per stratum";
+    }
+  }
+  finish_bootstrap_result(result, std::move(replicates), at_or_below_zero, options, bca_precheck,
+                          [&] { return jackknife(c); });
+  return result;
+}
+
+void finish_bootstrap_result(BootstrapResult& result, std::vector<double> replicates,
+                             std::int64_t at_or_below_zero, const BootstrapOptions& options,
+                             const std::string& bca_precheck,
+                             const std::function<std::vector<double>()>& jackknife) {
   result.confidence = options.confidence;
   result.resamples = static_cast<std::int64_t>(replicates.size());
   result.seed = options.seed;
-  result.exact_integer = comparison.integer;
   result.replicate_hash = replicate_hash(replicates);
   result.at_or_below_zero = at_or_below_zero;
   result.p_value = (1.0 + static_cast<double>(at_or_below_zero)) /
@@ -564,30 +576,14 @@ BootstrapResult BootstrapPlan::summarize(std::size_t c, std::vector<double> repl
     // BCa (Efron 1987): z0 from the share of replicates below the estimate, a from the jackknife.
     const auto below = static_cast<std::int64_t>(
         std::lower_bound(sorted.begin(), sorted.end(), result.estimate) - sorted.begin());
-    const bool one_distinct_difference = [&] {
-      const bool small = comparison.integer;
-      const std::size_t n = small ? comparison.small.size() : comparison.wide.size();
-      for (std::size_t i = 1; i < n; ++i) {
-        if (small ? comparison.small[i] != comparison.small[0]
-                  : comparison.wide[i] != comparison.wide[0]) {
-          return false;
-        }
-      }
-      return true;
-    }();
-    const bool macro_singleton = aggregate_ == Aggregate::macro &&
-                                 std::any_of(comparison.parts.begin(), comparison.parts.end(),
-                                             [](const Part& part) { return part.size < 2; });
-    if (one_distinct_difference) {
-      result.bca_unavailable = "BCa undefined: every paired difference is equal";
-    } else if (comparison.instances < 2 || macro_singleton) {
-      result.bca_unavailable = "BCa undefined: the jackknife needs 2 or more instances per stratum";
+    if (!bca_precheck.empty()) {
+      result.bca_unavailable = bca_precheck;
     } else if (below == 0 || below == result.resamples) {
       result.bca_unavailable =
           "BCa undefined: every replicate lies on one side of the estimate (bias correction "
           "infinite)";
     } else {
-      const std::vector<double> jack = jackknife(c);
+      const std::vector<double> jack = jackknife();
       double mean = 0;
       for (double v : jack) mean += v;
       mean /= static_cast<double>(jack.size());
@@ -626,7 +622,6 @@ BootstrapResult BootstrapPlan::summarize(std::size_t c, std::vector<double> repl
   }
   if (options.keep_replicates) result.replicates = std::move(replicates);
   if (options.keep_sorted_replicates) result.sorted_replicates = std::move(sorted);
-  return result;
 }
 
 }  // namespace kvaudit::stats

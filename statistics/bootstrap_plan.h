@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,17 @@ void validate_bootstrap_options(const BootstrapOptions& options);
 
 // options.threads, or std::thread::hardware_concurrency() (at least 1) when it is 0.
 int resolve_threads(const BootstrapOptions& options);
+
+// The replicate-dependent fields of a result, shared by every bootstrap driver (this plan and
+// ClusterBootstrapPlan, cluster_bootstrap.h): confidence, resamples, seed, replicate hash,
+// #{Δ* ≤ 0} and p-value, the percentile interval and, with options.bca, the BCa interval (or the
+// reason it is undefined). `result` must already hold the estimate. `bca_precheck` is the reason
+// BCa is undefined that the data alone show ("" when none); `jackknife` returns the
+// leave-one-out estimates and is called only when BCa is computed.
+void finish_bootstrap_result(BootstrapResult& result, std::vector<double> replicates,
+                             std::int64_t at_or_below_zero, const BootstrapOptions& options,
+                             const std::string& bca_precheck,
+                             const std::function<std::vector<double>()>& jackknife);
 
 // The count #{Δ* ≤ 0} of a replicate vector.
 std::int64_t count_at_or_below_zero(const std::vector<double>& replicates);

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <string>
 
-#include "statistics/binomial.h"
 #include "base/errors.h"
+#include "statistics/binomial.h"
 
 namespace kvaudit::stats {
 

@@ -1,5 +1,6 @@
-// The paired bootstrap over MPI ranks: contiguous b ranges per rank, integer MPI_Reduce of the
-// #{Δ* ≤ 0} counts, MPI_Gatherv of the replicates to rank 0 in b order (see mpi_bootstrap.h).
+// The paired bootstrap (per instance or per cluster) over MPI ranks: contiguous b ranges per rank,
+// integer MPI_Reduce of the #{Δ* ≤ 0} counts, MPI_Gatherv of the replicates to rank 0 in b order
+// (see mpi_bootstrap.h).
 #include "statistics/mpi_bootstrap.h"
 
 #include <algorithm>
@@ -7,8 +8,9 @@
 #include <limits>
 #include <string>
 
-#include "statistics/bootstrap_plan.h"
 #include "base/errors.h"
+#include "statistics/bootstrap_plan.h"
+#include "statistics/cluster_bootstrap.h"
 
 namespace kvaudit::stats {
 namespace {
@@ -25,13 +27,12 @@ void check(int code, const char* call) {
 
 std::int64_t range_start(std::int64_t total, int rank, int ranks) { return total * rank / ranks; }
 
-}  // namespace
-
-std::vector<BootstrapResult> mpi_paired_bootstrap_batch(
-    MPI_Comm comm, const std::vector<PairedComparison>& comparisons,
-    const BootstrapOptions& options) {
-  validate_bootstrap_options(options);
-  validate_paired_comparisons(comparisons, 0, comparisons.size());
+// The driver for either plan (BootstrapPlan over PairedComparison, ClusterBootstrapPlan over
+// ClusteredPairedComparison): both split replicate ranges and summarize the same way.
+template <typename Plan, typename Input>
+std::vector<BootstrapResult> mpi_bootstrap_batch(MPI_Comm comm,
+                                                 const std::vector<Input>& comparisons,
+                                                 const BootstrapOptions& options) {
   if (options.resamples > std::numeric_limits<int>::max()) {
     throw InputError("mpi paired bootstrap: resamples must be <= " +
                      std::to_string(std::numeric_limits<int>::max()) +
@@ -50,7 +51,7 @@ std::vector<BootstrapResult> mpi_paired_bootstrap_batch(
   std::vector<std::vector<double>> local;
   for (std::size_t first = 0; first < comparisons.size(); first += options.comparisons_per_pass) {
     const std::size_t count = std::min(options.comparisons_per_pass, comparisons.size() - first);
-    const BootstrapPlan plan(comparisons, first, count, options.aggregate);
+    const Plan plan(comparisons, first, count, options.aggregate);
     plan.replicates(options.seed, begin, end, threads, local);
 
     // Integer counts: exact whatever the reduction order.
@@ -82,6 +83,24 @@ std::vector<BootstrapResult> mpi_paired_bootstrap_batch(
     }
   }
   return results;
+}
+
+}  // namespace
+
+std::vector<BootstrapResult> mpi_paired_bootstrap_batch(
+    MPI_Comm comm, const std::vector<PairedComparison>& comparisons,
+    const BootstrapOptions& options) {
+  validate_bootstrap_options(options);
+  validate_paired_comparisons(comparisons, 0, comparisons.size());
+  return mpi_bootstrap_batch<BootstrapPlan>(comm, comparisons, options);
+}
+
+std::vector<BootstrapResult> mpi_cluster_paired_bootstrap_batch(
+    MPI_Comm comm, const std::vector<ClusteredPairedComparison>& comparisons,
+    const BootstrapOptions& options) {
+  validate_bootstrap_options(options);
+  validate_clustered_comparisons(comparisons, 0, comparisons.size());
+  return mpi_bootstrap_batch<ClusterBootstrapPlan>(comm, comparisons, options);
 }
 
 }  // namespace kvaudit::stats

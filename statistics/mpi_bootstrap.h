@@ -11,6 +11,7 @@
 
 #include <vector>
 
+#include "statistics/cluster_bootstrap.h"
 #include "statistics/paired_bootstrap.h"
 
 namespace kvaudit::stats {
@@ -20,6 +21,12 @@ namespace kvaudit::stats {
 // invalid input (on every rank alike) and kvaudit::InternalError when an MPI call fails.
 std::vector<BootstrapResult> mpi_paired_bootstrap_batch(
     MPI_Comm comm, const std::vector<PairedComparison>& comparisons,
+    const BootstrapOptions& options);
+
+// The cluster bootstrap (cluster_bootstrap.h) split the same way; rank 0's results are
+// bit-identical to cluster_paired_bootstrap_batch for any number of ranks.
+std::vector<BootstrapResult> mpi_cluster_paired_bootstrap_batch(
+    MPI_Comm comm, const std::vector<ClusteredPairedComparison>& comparisons,
     const BootstrapOptions& options);
 
 }  // namespace kvaudit::stats

@@ -7,43 +7,14 @@
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <exception>
-#include <thread>
 
 #include "base/errors.h"
 #include "statistics/bootstrap_plan.h"
+#include "statistics/parallel_for.h"
 
 namespace kvaudit::stats {
 
-namespace {
-
-// Runs fn(i) for i in [0, n) on up to `threads` threads (i strided over the workers); rethrows the
-// first exception.
-template <typename Fn>
-void for_each_parallel(std::size_t n, int threads, Fn fn) {
-  const std::size_t workers = std::min(static_cast<std::size_t>(std::max(threads, 1)), n);
-  if (workers <= 1) {
-    for (std::size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::vector<std::thread> pool;
-  std::vector<std::exception_ptr> errors(workers);
-  for (std::size_t w = 0; w < workers; ++w) {
-    pool.emplace_back([&, w] {
-      try {
-        for (std::size_t i = w; i < n; i += workers) fn(i);
-      } catch (...) {
-        errors[w] = std::current_exception();
-      }
-    });
-  }
-  for (auto& thread : pool) thread.join();
-  for (const auto& error : errors) {
-    if (error) std::rethrow_exception(error);
-  }
-}
-
-}  // namespace
+namespace {}  // namespace
 
 const char* aggregate_name(Aggregate aggregate) {
   return aggregate == Aggregate::pooled ? "pooled" : "macro";

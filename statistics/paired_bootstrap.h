@@ -79,7 +79,8 @@ struct BootstrapResult {
   Aggregate aggregate = Aggregate::pooled;
   std::int64_t instances = 0;  // Σ n_t
   std::int64_t strata = 0;
-  double mean_a = 0;  // arm means, aggregated like the estimate
+  std::int64_t clusters = 0;  // Σ K_t (cluster_bootstrap.h); 0: instances were resampled
+  double mean_a = 0;          // arm means, aggregated like the estimate
   double mean_b = 0;
   double estimate = 0;  // Δ̂
   double confidence = 0.95;

@@ -1,7 +1,9 @@
 // Run under mpirun with any number of ranks: computes a batch of paired bootstraps with
-// mpi_paired_bootstrap_batch and, on rank 0, compares every result (replicate hash, interval,
-// count, p-value) with the single-process paired_bootstrap_batch; writes the combined replicate
-// hash to the file named by argv[1] so that runs with different rank counts can be compared.
+// mpi_paired_bootstrap_batch, and the same data grouped in clusters of 3 instances with
+// mpi_cluster_paired_bootstrap_batch, and, on rank 0, compares every result (replicate hash,
+// interval, count, p-value) with the single-process paired_bootstrap_batch and
+// cluster_paired_bootstrap_batch; writes the combined replicate hash to the file named by argv[1]
+// so that runs with different rank counts can be compared.
 // Exit status 0 when identical, 1 on a mismatch or error.
 #include <mpi.h>
 
@@ -9,6 +11,7 @@
 #include <fstream>
 #include <string>
 
+#include "statistics/cluster_bootstrap.h"
 #include "statistics/mpi_bootstrap.h"
 #include "statistics/paired_bootstrap.h"
 #include "tests/statistics/simulation_stream.h"
@@ -42,6 +45,22 @@ std::vector<PairedComparison> comparisons() {
   return batch;
 }
 
+// The same data with instance i of every stratum in cluster ⌊i/3⌋ (contexts of 3 questions).
+std::vector<ClusteredPairedComparison> clustered(const std::vector<PairedComparison>& batch) {
+  std::vector<ClusteredPairedComparison> out;
+  for (const PairedComparison& comparison : batch) {
+    ClusteredPairedComparison c;
+    c.name = comparison.name + " (clusters of 3)";
+    for (const PairedStratum& stratum : comparison.strata) {
+      ClusteredPairedStratum s{stratum.id, stratum.arm_a, stratum.arm_b, {}};
+      for (std::uint32_t i = 0; i < stratum.arm_a.size(); ++i) s.cluster.push_back(i / 3);
+      c.strata.push_back(std::move(s));
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 int run(int argc, char** argv) {
   int rank = 0;
   int ranks = 0;
@@ -54,31 +73,41 @@ int run(int argc, char** argv) {
   options.comparisons_per_pass = 2;                 // several passes
   if (rank == 0 && argc > 1) std::remove(argv[1]);  // no stale hash survives a failed run
   const auto batch = comparisons();
+  const auto clusters = clustered(batch);
   const auto distributed = mpi_paired_bootstrap_batch(MPI_COMM_WORLD, batch, options);
+  const auto distributed_clusters =
+      mpi_cluster_paired_bootstrap_batch(MPI_COMM_WORLD, clusters, options);
   if (rank != 0) {
-    return distributed.empty() ? 0 : 1;
+    return distributed.empty() && distributed_clusters.empty() ? 0 : 1;
   }
   options.threads = 2;
   const auto serial = paired_bootstrap_batch(batch, options);
-  if (distributed.size() != serial.size()) {
-    std::fprintf(stderr, "rank 0 got %zu results, expected %zu\n", distributed.size(),
-                 serial.size());
-    return 1;
-  }
+  const auto serial_clusters = cluster_paired_bootstrap_batch(clusters, options);
   std::uint64_t combined = 0;
   bool same = true;
-  for (std::size_t c = 0; c < serial.size(); ++c) {
-    const auto& d = distributed[c];
-    const auto& s = serial[c];
-    const bool match = d.replicate_hash == s.replicate_hash && d.lower == s.lower &&
-                       d.upper == s.upper && d.at_or_below_zero == s.at_or_below_zero &&
-                       d.p_value == s.p_value && d.estimate == s.estimate && d.name == s.name;
-    std::printf("ranks %d  %s  hash %016llx  [%.6f, %.6f]  p %.6f  %s\n", ranks, d.name.c_str(),
-                static_cast<unsigned long long>(d.replicate_hash), d.lower, d.upper, d.p_value,
-                match ? "identical to serial" : "DIFFERS from serial");
-    same = same && match;
-    combined = combined * 1099511628211ull ^ d.replicate_hash;
-  }
+  const auto compare = [&](const std::vector<BootstrapResult>& distributed_results,
+                           const std::vector<BootstrapResult>& serial_results) {
+    if (distributed_results.size() != serial_results.size()) {
+      std::fprintf(stderr, "rank 0 got %zu results, expected %zu\n", distributed_results.size(),
+                   serial_results.size());
+      same = false;
+      return;
+    }
+    for (std::size_t c = 0; c < serial_results.size(); ++c) {
+      const auto& d = distributed_results[c];
+      const auto& s = serial_results[c];
+      const bool match = d.replicate_hash == s.replicate_hash && d.lower == s.lower &&
+                         d.upper == s.upper && d.at_or_below_zero == s.at_or_below_zero &&
+                         d.p_value == s.p_value && d.estimate == s.estimate && d.name == s.name;
+      std::printf("ranks %d  %s  hash %016llx  [%.6f, %.6f]  p %.6f  %s\n", ranks, d.name.c_str(),
+                  static_cast<unsigned long long>(d.replicate_hash), d.lower, d.upper, d.p_value,
+                  match ? "identical to serial" : "DIFFERS from serial");
+      same = same && match;
+      combined = combined * 1099511628211ull ^ d.replicate_hash;
+    }
+  };
+  compare(distributed, serial);
+  compare(distributed_clusters, serial_clusters);
   if (argc > 1 && same) {
     std::ofstream(argv[1]) << std::hex << combined << "\n";
   }
