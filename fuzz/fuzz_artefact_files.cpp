@@ -1,6 +1,7 @@
 // Fuzz target: the readers of the files and lists method parameters name, on arbitrary bytes —
 // methods/artefact_files.h (QFilter, ExpectedAttentionStats, DuoAttention: a safetensors file asked
-// for each artefact tensor, a TSV pattern), methods/head_scores_file.h (HeadKV's JSON) and
+// for each artefact tensor, a TSV pattern), methods/fastkvzip_gates.h (FastKVzip's per-layer gates
+// in one safetensors file), methods/head_scores_file.h (HeadKV's JSON) and
 // methods/param_lists.h (list parameters' canonical text). Any input must either parse or raise
 // std::invalid_argument (a list parses or gives nullopt); anything else (crash, other exception,
 // sanitizer report) is a bug.
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "methods/artefact_files.h"
+#include "methods/fastkvzip_gates.h"
 #include "methods/head_scores_file.h"
 #include "methods/param_lists.h"
 
@@ -21,6 +23,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)parse_safetensors_tensors(bytes, "fuzz", {name});
     } catch (const std::invalid_argument&) {
     }
+  }
+  try {
+    (void)parse_fastkvzip_gates(bytes, "fuzz");
+  } catch (const std::invalid_argument&) {
   }
   const std::string text(bytes.begin(), bytes.end());
   try {

@@ -5,7 +5,9 @@
 #include <utility>
 
 #include "methods/artefact_files.h"
+#include "methods/fastkvzip_gates.h"
 #include "methods/head_scores_file.h"
+#include "methods/npy_file.h"
 #include "methods/param_lists.h"
 #include "methods/wrapper_budgets.h"
 
@@ -742,6 +744,167 @@ std::vector<MethodSpec> build_catalog() {
          p.on_the_fly_scoring = variant == "on_the_fly";
          return MethodParams{p};
        }});
+  {
+    // Group "merging": kvpress 0.5.5 MergingPress (methods/merging.h).
+    MethodSpec merging{
+        .id = "merging",
+        .summary =
+            "a scorer's top-k; each evicted value is folded into its most key-similar kept "
+            "entry",
+        .citation =
+            "kvpress MergingPress (after Bolya et al. 2023, 'Token Merging', and Wan et "
+            "al. 2024, 'D2O')",
+        .axis = BudgetAxis::ratio,
+        .variants = {},
+        .params = {scorer_ref(&MergingParams::scorer),
+                   real("similarity_threshold", &MergingParams::similarity_threshold, 0, 1, false,
+                        "least key cosine similarity for an evicted token to merge"),
+                   real("merge_fraction", &MergingParams::merge_fraction, 0, 1, false,
+                        "share of the evicted tokens (most similar first) that merge, in (0, 1]")},
+        .is_scorer = false,
+        .typed_defaults = plain<MergingParams>()};
+    merging.check_params = [](const MethodParams& all) -> std::optional<ParamProblem> {
+      if (std::get<MergingParams>(all).merge_fraction > 0) return std::nullopt;
+      return ParamProblem{"merge_fraction", "must be greater than 0 (in (0, 1])"};
+    };
+    c.push_back(std::move(merging));
+  }
+  {
+    const Names<KvcomposeAggregation> aggregations{{"max", KvcomposeAggregation::max},
+                                                   {"mean", KvcomposeAggregation::mean}};
+    c.push_back(
+        {.id = "kvcompose",
+         .summary =
+             "attention of a repeated-context pass aggregated per head; structured: every head "
+             "of a layer keeps the same count (composite tokens), counts from one ranking "
+             "over all layers",
+         .citation = "Akulov et al. 2025, 'KVCompose: Efficient Structured KV Cache Compression "
+                     "with Composite Tokens' (arXiv 2509.05165); kvpress KVComposePress",
+         .axis = BudgetAxis::ratio,
+         .variants = {},
+         .params = {boolean("structured", &KvcomposeParams::structured,
+                            "every head of a layer keeps the same count (else each head its own "
+                            "share of one ranking over all heads)"),
+                    choice("agg_task", &KvcomposeParams::agg_task, aggregations,
+                           "aggregation of a head's attention over the pass's query rows"),
+                    choice("agg_group", &KvcomposeParams::agg_group, aggregations,
+                           "aggregation over the query heads of a KV group"),
+                    choice("agg_head", &KvcomposeParams::agg_head, aggregations,
+                           "aggregation over KV heads of the rank-ordered scores (composite "
+                           "tokens, structured layer counts)"),
+                    boolean("add_v_norm", &KvcomposeParams::add_v_norm,
+                            "multiply each token's score by its value vector's norm"),
+                    boolean("add_mean_across_heads", &KvcomposeParams::add_mean_across_heads,
+                            "add the layer's mean score over KV heads to every head's score"),
+                    integer("keep_token_lower_bound", &KvcomposeParams::keep_token_lower_bound, 0,
+                            kUnbounded,
+                            "least tokens every layer keeps (the best ranks get +1e9)")},
+         .is_scorer = false,
+         .typed_defaults = plain<KvcomposeParams>()});
+  }
+  c.push_back(
+      {.id = "finch",
+       .summary = "SnapKV-style attention of the question's rows (each row weighted by its "
+                  "position), optionally chunk by chunk, kept keys re-rotated",
+       .citation = "Corallo & Papotti 2024, 'FINCH: Prompt-guided Key-Value Cache Compression for "
+                   "Large Language Models' (TACL 12); kvpress FinchPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {integer("window", &FinchParams::window, 1, kUnbounded,
+                          "window when the view has no question (query-agnostic): the last "
+                          "`window` context positions"),
+                  integer("chunk_length", &FinchParams::chunk_length, 0, kUnbounded,
+                          "positions per independently compressed chunk (0: no chunking); must "
+                          "exceed window / (1 - compression) at run time"),
+                  boolean("normalize_scores", &FinchParams::normalize_scores,
+                          "weight each window row's attention by its position"),
+                  boolean("rerotate_keys", &FinchParams::rerotate_keys,
+                          "re-rotate the kept keys to contiguous positions (CPU engine only)")},
+       .is_scorer = false,
+       .typed_defaults = plain<FinchParams>()});
+  {
+    // ThinK (methods/think.h): kvpress's ThinKPress reports compression_ratio =
+    // key_channel_compression_ratio / 2 and has no other budget, so cells must ask for that.
+    MethodSpec think{
+        .id = "think",
+        .summary =
+            "zeroes each KV head's lowest-energy key channels (query-weighted), keeps "
+            "every position; the cell's compression is key_channel_compression_ratio / 2",
+        .citation =
+            "Xu et al. 2024, 'ThinK: Thinner Key Cache by Query-Driven Pruning'; kvpress "
+            "ThinKPress",
+        .axis = BudgetAxis::ratio,
+        .variants = {},
+        .params = {real("key_channel_compression_ratio",
+                        &ThinkParams::key_channel_compression_ratio, 0, 1, true,
+                        "share of each KV head's key channels zeroed (floor(head_dim * ratio)); "
+                        "the cells' compression must be ratio / 2"),
+                   integer("window_size", &ThinkParams::window_size, 1, kUnbounded,
+                           "last queries whose squared entries weight the channels")},
+        .is_scorer = false,
+        .typed_defaults = plain<ThinkParams>()};
+    think.fixed_compression = [](const MethodParams& p) -> std::optional<double> {
+      return std::get<ThinkParams>(p).key_channel_compression_ratio / 2.0;
+    };
+    c.push_back(std::move(think));
+  }
+  c.push_back(
+      {.id = "fastkvzip",
+       .summary = "KVzip-style importance predicted by trained per-layer gates from the attention "
+                  "input (gates from a file), one budget over all layers",
+       .citation = "Kim, Han, Yun 2026, 'Fast KVzip' (arXiv 2601.17668); kvpress FastKVzipPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {file_path("gates", &FastKvzipParams::gates,
+                            "safetensors file with the per-layer gates of kvpress's FastKVzipGate "
+                            "(tensors i.q_proj.weight, i.q_proj.bias, i.k_proj.weight, "
+                            "i.q_norm.weight, i.k_norm.weight, i.k_base, i.b per layer i)",
+                            check_fastkvzip_gates_file),
+                  boolean("layerwise", &FastKvzipParams::layerwise,
+                          "prune the same share in every layer (else one top-k over all layers)"),
+                  integer("n_sink", &FastKvzipParams::n_sink, 0, kUnbounded,
+                          "first positions always kept"),
+                  integer("window_size", &FastKvzipParams::window_size, 1, kUnbounded,
+                          "recent positions always kept when L >= 32000"),
+                  real("window_ratio", &FastKvzipParams::window_ratio, 0, 1, false,
+                       "recent positions always kept when L < 32000: max(1, int(L*ratio))")},
+       .is_scorer = false,
+       .typed_defaults = plain<FastKvzipParams>()});
+  // Group "lukv": kvpress 0.5.5 LUKVPress (methods/lukv.h) and BlockPress over any scorer
+  // (methods/block.h).
+  c.push_back(
+      {.id = "lukv",
+       .summary = "per-(layer, KV head) budgets from a precomputed budget curve (a .npy file) "
+                  "around a scorer; sink and recent positions protected",
+       .citation = "'Predicting Future Utility: Global Combinatorial Optimization for "
+                   "Task-Agnostic KV Cache Eviction' (LU-KV, arXiv 2602.08585); kvpress LUKVPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {scorer_ref(&LukvParams::scorer),
+                  file_path("curve", &LukvParams::curve,
+                            "LU-KV budget curve: .npy float32/float64 [99, layers, KV heads], the "
+                            "prune ratio of each layer and KV head for target index "
+                            "round(100*compression) - 1 (LU-KV's generate_curve.sh); made for the "
+                            "model and the wrapped scorer",
+                            check_lukv_curve_file),
+                  integer("sink", &LukvParams::sink, 0, kUnbounded,
+                          "first positions protected (scored max + 1)"),
+                  integer("window", &LukvParams::recent_window, 0, kUnbounded,
+                          "last positions protected (scored max + 1)")},
+       .is_scorer = false,
+       .typed_defaults = plain<LukvParams>()});
+  c.push_back({.id = "block",
+               .summary = "a scorer's top-k taken block by block, each block scored with the "
+                          "survivors of the previous ones (scorers reading only keys and values)",
+               .citation = "Park et al. 2025, 'KeyDiff' (block prompt processing); kvpress "
+                           "BlockPress",
+               .axis = BudgetAxis::ratio,
+               .variants = {},
+               .params = {scorer_ref(&BlockParams::scorer),
+                          integer("block_size", &BlockParams::block_size, 1, kUnbounded,
+                                  "positions added per step")},
+               .is_scorer = false,
+               .typed_defaults = plain<BlockParams>()});
   return c;
 }
 

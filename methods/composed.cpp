@@ -2,7 +2,9 @@
 #include "methods/composed.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "methods/capture_checks.h"
@@ -14,11 +16,15 @@
 namespace kvaudit::methods {
 
 ComposedMethod::ComposedMethod(std::vector<std::shared_ptr<const Scorer>> presses,
-                               std::vector<double> compression_ratios)
-    : presses_(std::move(presses)), compression_ratios_(std::move(compression_ratios)) {
-  if (presses_.empty()) throw std::invalid_argument("composed: no presses");
-  if (presses_.size() != compression_ratios_.size())
-    throw std::invalid_argument("composed: " + std::to_string(presses_.size()) + " presses but " +
+                               std::vector<double> compression_ratios,
+                               std::shared_ptr<const ThinkMethod> key_channel_stage)
+    : presses_(std::move(presses)),
+      compression_ratios_(std::move(compression_ratios)),
+      key_channel_stage_(std::move(key_channel_stage)) {
+  const std::size_t stages = presses_.size() + (key_channel_stage_ ? 1 : 0);
+  if (stages == 0) throw std::invalid_argument("composed: no presses");
+  if (stages != compression_ratios_.size())
+    throw std::invalid_argument("composed: " + std::to_string(stages) + " presses but " +
                                 std::to_string(compression_ratios_.size()) +
                                 " compression ratios (one per press)");
   for (std::size_t i = 0; i < presses_.size(); ++i) {
@@ -31,11 +37,22 @@ ComposedMethod::ComposedMethod(std::vector<std::shared_ptr<const Scorer>> presse
           "' reads attention column sums, query moments or all-queries rows of the full "
           "prefill, which do not describe the cache an earlier press pruned; put it first");
   }
+  if (key_channel_stage_ &&
+      std::abs(compression_ratios_.back() - key_channel_stage_->reported_compression()) >
+          kFixedCompressionTolerance) {
+    std::ostringstream message;
+    message.precision(17);
+    message << "composed: the think press's compression ratio must be the one ThinKPress "
+               "reports, key_channel_compression_ratio / 2 = "
+            << key_channel_stage_->reported_compression() << ", not " << compression_ratios_.back();
+    throw std::invalid_argument(message.str());
+  }
 }
 
 int ComposedMethod::window_needed() const {
   int window = 0;
   for (const auto& p : presses_) window = std::max(window, p->window_needed());
+  if (key_channel_stage_) window = std::max(window, key_channel_stage_->window_needed());
   return window;
 }
 bool ComposedMethod::needs_column_sums() const {
@@ -53,6 +70,7 @@ bool ComposedMethod::needs_all_queries() const {
 std::string ComposedMethod::name() const {
   std::string names;
   for (const auto& p : presses_) names += (names.empty() ? "" : ", ") + p->name();
+  if (key_channel_stage_) names += (names.empty() ? "" : ", ") + key_channel_stage_->name();
   return "composed(" + names + ")";
 }
 
@@ -68,7 +86,7 @@ Selection ComposedMethod::select(std::span<const LayerCapture> layers, const Bud
     // positions[h][i]: the original position at cache index i of head h.
     std::vector<std::vector<std::int32_t>> positions = position_range(layer, 0, L);
     bool pruned = false;
-    for (std::size_t p = 0; p < presses_.size(); ++p) {
+    for (std::size_t p = 0; p < presses_.size(); ++p) {  // the scorers (ThinK's ratio is last)
       const double ratio = compression_ratios_[p];
       if (ratio == 0.0) continue;
       const Budget press_budget{.compression = ratio, .threshold = budget.threshold};
@@ -91,8 +109,18 @@ Selection ComposedMethod::select(std::span<const LayerCapture> layers, const Bud
       pruned = true;
     }
     for (auto& head : positions) std::sort(head.begin(), head.end());
+    // ThinK scores the channels over the keys the scorers kept (the mean ignores their order).
+    if (key_channel_stage_)
+      selection.zeroed_key_channels.push_back(
+          key_channel_stage_->zeroed_channels(layer, &positions));
     selection.kept.push_back(std::move(positions));
   }
+  const bool any_zeroed = std::any_of(
+      selection.zeroed_key_channels.begin(), selection.zeroed_key_channels.end(),
+      [](const auto& heads) {
+        return std::any_of(heads.begin(), heads.end(), [](const auto& h) { return !h.empty(); });
+      });
+  if (!any_zeroed) selection.zeroed_key_channels.clear();  // nothing pruned: no cache edit
   return selection;
 }
 

@@ -14,20 +14,29 @@
 // query moments or all-queries rows (tied to the full prefill; kvpress's own docstring warns that
 // ObservedAttention after a pruning press reads the unpruned attention) — checked at selection.
 // Budget: ComposedPress has no settable ratio; it reports 1 − Π(1 − r_i), which a cell must ask
-// for (wrapper_budgets.h). kvpress refuses AdaKV and KVzip inside; here presses are scorers only.
+// for (wrapper_budgets.h). kvpress refuses AdaKV and KVzip inside; here presses are scorers, but
+// the last press may be ThinK (think.h: key-channel pruning, kvpress ThinKPress), which keeps every
+// position the scorers kept and zeroes, per (layer, KV head), the key channels it scores lowest
+// over those kept keys (Selection::zeroed_key_channels); its entry of compression_ratios must be
+// the ratio ThinKPress reports, key_channel_compression_ratio / 2, so that 1 − Π(1 − r_i) is
+// ComposedPress's own.
 #pragma once
 
 #include <memory>
 #include <vector>
 
 #include "methods/method.h"
+#include "methods/think.h"
 
 namespace kvaudit::methods {
 
 class ComposedMethod : public Method {
  public:
+  // compression_ratios: one per scorer press, then (with a key-channel stage) ThinK's reported
+  // ratio last.
   ComposedMethod(std::vector<std::shared_ptr<const Scorer>> presses,
-                 std::vector<double> compression_ratios);
+                 std::vector<double> compression_ratios,
+                 std::shared_ptr<const ThinkMethod> key_channel_stage = nullptr);
   Selection select(std::span<const LayerCapture> layers, const Budget& budget,
                    const SelectionContext& context) const override;
   int window_needed() const override;
@@ -39,6 +48,7 @@ class ComposedMethod : public Method {
  private:
   std::vector<std::shared_ptr<const Scorer>> presses_;
   std::vector<double> compression_ratios_;
+  std::shared_ptr<const ThinkMethod> key_channel_stage_;  // null: positions only
 };
 
 }  // namespace kvaudit::methods

@@ -72,6 +72,12 @@ struct LayerCapture {
   // when some cell's method asks for it (Method::needs_attention_cosine); empty otherwise.
   std::span<const float> attention_cosine;
 
+  // The input of this layer's self-attention block (the input_layernorm output that q/k/v are
+  // projected from) of positions 0..L-1, [L, D] row-major, as the model computed it (FastKVzip's
+  // gates). Filled only when some cell's method asks for it (Method::needs_attention_input);
+  // empty otherwise.
+  std::span<const float> attention_input;
+
   // o_proj weight of this layer in HF layout [D, H·d] row-major (CriticalKV, DefensiveKV).
   std::span<const float> o_proj;
 

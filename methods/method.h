@@ -48,11 +48,30 @@ struct SelectionContext {
   // What the method's extra forward pass gave at the cell's boundary (Method::extra_pass(),
   // methods/extra_pass.h): set by the unit runner for such methods, nullptr otherwise.
   const ExtraPassResult* extra_pass = nullptr;
+  // Question tokens at the end of the view (positions L − question_tokens .. L − 1): the unit's
+  // question length under query-aware, 0 under query-agnostic (Finch's window is the question).
+  int question_tokens = 0;
+};
+
+// A kept entry whose value vector a method rewrites after eviction (MergingPress folds evicted
+// values into kept ones): the new value, f32 (the cache rounds it to its storage precision).
+struct ValueReplacement {
+  std::int32_t layer = 0;
+  std::int32_t kv_head = 0;
+  std::int32_t position = 0;  // original position, one the head keeps
+  std::vector<float> value;   // head_dim values
 };
 
 // kept[layer][kv_head]: the original positions kept, strictly ascending, each in [0, L).
 struct Selection {
   std::vector<std::vector<std::vector<std::int32_t>>> kept;
+  // Edits of the kept entries after eviction; empty = none (every method but the two below).
+  // ThinK (key-channel pruning): zeroed_key_channels[layer][kv_head] = the key channels set to
+  // zero in every kept entry of that head, strictly ascending, each in [0, head_dim); the cache
+  // counts their bytes as freed (SequenceCache::zero_key_channels).
+  std::vector<std::vector<std::vector<std::int32_t>>> zeroed_key_channels;
+  // Merging: kept entries whose value vector is replaced (SequenceCache::replace_values).
+  std::vector<ValueReplacement> value_replacements;
 
   // Σ over layers and heads of kept counts.
   std::int64_t kept_entries() const;
@@ -71,6 +90,12 @@ class Method {
                            const SelectionContext& context) const = 0;
   // Window rows this method reads from LayerCapture::window_queries (0 if none).
   virtual int window_needed() const { return 0; }
+  // Window rows it reads when the unit's question has `question_tokens` tokens (Finch's window
+  // is the question); the capture keeps the most any cell needs. Default: window_needed().
+  virtual int window_rows_needed(int question_tokens) const {
+    (void)question_tokens;
+    return window_needed();
+  }
   // Whether it reads column_sums / query moments (the capture can skip what no cell needs).
   virtual bool needs_column_sums() const { return false; }
   virtual bool needs_query_moments() const { return false; }
@@ -81,6 +106,8 @@ class Method {
   virtual const ExtraPass* extra_pass() const { return nullptr; }
   // Whether it reads LayerCapture::attention_cosine (SqueezeAttention's layer importance).
   virtual bool needs_attention_cosine() const { return false; }
+  // Whether it reads LayerCapture::attention_input (FastKVzip's gates; CPU capture only).
+  virtual bool needs_attention_input() const { return false; }
   virtual std::string name() const = 0;
 
   // The typed catalogue parameters this method was made from (make_method records them with

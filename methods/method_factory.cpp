@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "methods/adakv.h"
+#include "methods/block.h"
 #include "methods/cake.h"
 #include "methods/cap.h"
 #include "methods/chunk.h"
@@ -21,17 +22,22 @@
 #include "methods/entropy_gated_chunkkv.h"
 #include "methods/expected_attention.h"
 #include "methods/expected_attention_stats.h"
+#include "methods/fastkvzip.h"
+#include "methods/finch.h"
 #include "methods/full.h"
 #include "methods/h2o.h"
 #include "methods/headkv.h"
 #include "methods/key_rerotation.h"
 #include "methods/keydiff.h"
 #include "methods/knorm.h"
+#include "methods/kvcompose.h"
 #include "methods/kvzip.h"
 #include "methods/lacache.h"
 #include "methods/lagkv.h"
 #include "methods/layer_defensivekv.h"
 #include "methods/leverage.h"
+#include "methods/lukv.h"
+#include "methods/merging.h"
 #include "methods/non_causal_attention.h"
 #include "methods/observed_attention.h"
 #include "methods/per_layer_compression.h"
@@ -44,6 +50,7 @@
 #include "methods/snapkv.h"
 #include "methods/squeezeattention.h"
 #include "methods/streaming_llm.h"
+#include "methods/think.h"
 #include "methods/tova.h"
 
 namespace kvaudit::methods {
@@ -171,9 +178,18 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
                                                              p.compression_ratios);
         } else if constexpr (std::is_same_v<P, ComposedParams>) {
           std::vector<std::shared_ptr<const Scorer>> presses;
-          for (const auto& stage : m.stages) presses.push_back(make_scorer(*stage));
-          if (presses.size() != p.presses.size()) fail(m, "has unresolved presses");
-          return std::make_unique<ComposedMethod>(std::move(presses), p.compression_ratios);
+          std::shared_ptr<const ThinkMethod> key_channels;  // think: the last press (think.h)
+          for (std::size_t i = 0; i < m.stages.size(); ++i) {
+            if (const auto* think = std::get_if<ThinkParams>(&m.stages[i]->params)) {
+              if (i + 1 != m.stages.size()) fail(m, "think must be the last of its presses");
+              key_channels = std::make_shared<const ThinkMethod>(*think);
+            } else {
+              presses.push_back(make_scorer(*m.stages[i]));
+            }
+          }
+          if (m.stages.size() != p.presses.size()) fail(m, "has unresolved presses");
+          return std::make_unique<ComposedMethod>(std::move(presses), p.compression_ratios,
+                                                  std::move(key_channels));
         } else if constexpr (std::is_same_v<P, KeyRerotationParams>) {
           return std::make_unique<KeyRerotationMethod>(wrapped_scorer(m));
         } else if constexpr (std::is_same_v<P, ChunkParams>) {
@@ -193,6 +209,23 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
           return std::make_unique<ScorerMethod>(make_scorer(m));
         } else if constexpr (std::is_same_v<P, DuoAttentionParams>) {
           return std::make_unique<DuoAttentionMethod>(p);
+        } else if constexpr (std::is_same_v<P, MergingParams>) {
+          return std::make_unique<MergingMethod>(
+              wrapped_scorer(m), MergeRule{.similarity_threshold = p.similarity_threshold,
+                                           .merge_fraction = p.merge_fraction});
+        } else if constexpr (std::is_same_v<P, KvcomposeParams>) {
+          return std::make_unique<KvcomposeMethod>(p);
+        } else if constexpr (std::is_same_v<P, FinchParams>) {
+          return std::make_unique<FinchMethod>(p);
+        } else if constexpr (std::is_same_v<P, ThinkParams>) {
+          return std::make_unique<ThinkMethod>(p);
+        } else if constexpr (std::is_same_v<P, FastKvzipParams>) {
+          return std::make_unique<FastKvzipMethod>(p);
+        } else if constexpr (std::is_same_v<P, LukvParams>) {
+          return std::make_unique<LukvMethod>(wrapped_scorer(m), read_lukv_curve(p.curve), p.curve,
+                                              p.sink, p.recent_window);
+        } else if constexpr (std::is_same_v<P, BlockParams>) {
+          return std::make_unique<BlockMethod>(wrapped_scorer(m), p.block_size);
         } else if constexpr (std::is_same_v<P, RandomParams> || std::is_same_v<P, KnormParams> ||
                              std::is_same_v<P, StreamingLlmParams> ||
                              std::is_same_v<P, SnapKvParams> || std::is_same_v<P, TovaParams> ||

@@ -242,6 +242,68 @@ struct LaCacheParams {
   int max_start_size = 128;  // cap of the kept prefix (the official start_size rule)
 };
 
+// FastKVzip (methods/fastkvzip.h): KVzip-style scores predicted by trained per-layer gates.
+struct FastKvzipParams {
+  std::string gates;           // safetensors: the per-layer gate weights (methods/fastkvzip.h)
+  bool layerwise = false;      // the same share pruned in every layer (else one top-k over layers)
+  int n_sink = 4;              // first positions always kept
+  int window_size = 4096;      // recent positions kept when L >= 32000 (chunked-prefill regime)
+  double window_ratio = 0.02;  // recent positions kept when L < 32000: max(1, int(L·ratio))
+};
+
+// Merging (methods/merging.h, kvpress MergingPress): a scorer's top-k whose evicted values are
+// folded into their most key-similar kept entry.
+struct MergingParams {
+  std::string scorer;                 // the wrapped scorer's configuration
+  double similarity_threshold = 0.0;  // least key cosine similarity for a merge, in [0, 1]
+  double merge_fraction = 1.0;        // share of evicted tokens (most similar first) merged, (0, 1]
+};
+
+// ThinK (methods/think.h; kvpress ThinKPress): prunes key channels, keeps every position.
+struct ThinkParams {
+  double key_channel_compression_ratio = 0.0;  // share of each head's key channels zeroed
+  int window_size = 32;                        // last queries whose energy scores the channels
+};
+
+// KVCompose (methods/kvcompose.h; kvpress KVComposePress): attention of a repeated-context pass,
+// aggregated over the pass's rows (agg_task), each KV group's query heads (agg_group) and, for the
+// structured layer counts, the heads' rank-ordered scores (agg_head).
+enum class KvcomposeAggregation { max, mean };
+
+struct KvcomposeParams {
+  bool structured = true;  // every head of a layer keeps the same count (composite tokens)
+  KvcomposeAggregation agg_task = KvcomposeAggregation::max;    // over the pass's query rows
+  KvcomposeAggregation agg_group = KvcomposeAggregation::mean;  // over a KV group's query heads
+  KvcomposeAggregation agg_head = KvcomposeAggregation::mean;   // over KV heads, rank by rank
+  bool add_v_norm = false;                                      // scores × ‖v_j‖
+  bool add_mean_across_heads = true;  // scores + the layer's mean over KV heads
+  int keep_token_lower_bound = 0;     // least tokens kept per layer (and per head's best)
+};
+
+// Finch (methods/finch.h; kvpress FinchPress): SnapKV-style attention of the question's rows.
+struct FinchParams {
+  int window = 64;               // window rows when the view has no question (query-agnostic)
+  int chunk_length = 0;          // compress chunks of this many positions separately; 0 = one chunk
+  bool normalize_scores = true;  // weight each window row's attention by its position (kvpress)
+  bool rerotate_keys = true;     // re-rotate kept keys to contiguous positions (CPU engine only)
+};
+
+// LU-KV (methods/lukv.h; kvpress LUKVPress): per-(layer, KV head) budgets from a precomputed budget
+// curve (a .npy file named in the manifest) around a scorer; sink and recent positions protected.
+struct LukvParams {
+  std::string scorer;     // the wrapped scorer's configuration (the one the curve was made for)
+  std::string curve;      // .npy float [99, layers, KV heads]: prune ratio per target index
+  int sink = 4;           // first positions protected (kvpress `sink`)
+  int recent_window = 1;  // last positions protected (kvpress `window`)
+};
+
+// Block (methods/block.h; kvpress BlockPress): a scorer's top-k taken block by block, each block
+// scored together with the survivors of the previous ones.
+struct BlockParams {
+  std::string scorer;    // the wrapped scorer's configuration
+  int block_size = 128;  // positions added per step
+};
+
 // One alternative per line (kept out of clang-format so that adding a method is a one-line diff).
 // clang-format off
 using MethodParams = std::variant<
@@ -283,7 +345,14 @@ using MethodParams = std::variant<
     DuoAttentionParams,
     KvzipParams,
     HeadKvParams,
-    LaCacheParams
+    LaCacheParams,
+    FastKvzipParams,
+    MergingParams,
+    ThinkParams,
+    KvcomposeParams,
+    FinchParams,
+    LukvParams,
+    BlockParams
     // to add one, insert ",\n    NewParams" right before this comment line
     >;
 // clang-format on

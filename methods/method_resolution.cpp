@@ -169,7 +169,12 @@ ResolvedMethod resolve_with_scorer(const MethodConfig& c, const ConfigResolver& 
       if (inner == nullptr) fail(c, names + ", which is not defined");
       if (!visiting.insert(name).second) fail(c, "scorer reference cycle through '" + name + "'");
       const MethodSpec* spec = find_method(inner->id);
-      if (spec != nullptr && !spec->is_scorer)
+      // ThinK (think.h) prunes key channels, not positions: composed takes it as its last press.
+      const bool key_channel_stage = inner->id == "think" && p.name == "presses";
+      if (key_channel_stage && name != split_name_list(std::get<std::string>(it->second)).back())
+        fail(c, "parameter '" + p.name + "' names '" + name +
+                    "' (think) before another press; think must be the last press");
+      if (spec != nullptr && !spec->is_scorer && !key_channel_stage)
         fail(c, "parameter '" + p.name + "' names '" + name + "' (" + inner->id +
                     "), which is not a scorer; wrappers take one of the scorer methods");
       auto stage = std::make_shared<ResolvedMethod>(resolve_with_scorer(*inner, resolve, visiting));

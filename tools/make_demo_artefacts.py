@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Synthetic method artefacts shaped for a model, so that manifests/every-method.toml can run the
-artefact methods (qfilter, expected_attention_stats, duo_attention variant `pattern`, headkv) end to
-end on SmolLM2-135M-Instruct. The values are seeded random numbers with the right shapes and
-ranges: they exercise the code paths (reading, checking, hashing, scoring) and say NOTHING about
+artefact methods (qfilter, expected_attention_stats, duo_attention variant `pattern`, headkv,
+fastkvzip, lukv) end to end on SmolLM2-135M-Instruct. The values are seeded random numbers with the
+right shapes and ranges: they exercise the code paths (reading, checking, hashing, scoring) and say NOTHING about
 how well these methods work. Real artefacts come from the methods' authors or their training code
 (docs/METHODS.md says where, per method).
 
@@ -12,6 +12,12 @@ Writes into --out (default results/every-method-artefacts):
                                (cov = A·Aᵀ/d + 0.1·I: symmetric positive definite)
   duo_pattern.tsv              one row per layer, one value in [0, 1] per KV head
   head_scores.json             {"<layer>-<head>": score in [0, 1)} for every layer and query head
+  fastkvzip_gates.safetensors  per layer i: i.q_proj.weight [kv_heads*G*16, hidden], i.q_proj.bias,
+                               i.k_proj.weight [kv_heads*16, hidden], i.q_norm.weight [16],
+                               i.k_norm.weight [16], i.k_base [kv_heads, 1, 16, 16], i.b [kv_heads, 1, G]
+                               (G = heads / kv_heads; kvpress FastKVzipGate's state_dict names) F32
+  lukv_curve.npy               LU-KV budget curve [99, layers, kv_heads] <f4: row t holds prune ratios whose
+                               mean is (t+1)/100, spread ±0.1 at random over layers and KV heads
   README.txt                   says that these are synthetic
 Standard library only (no numpy): `python3 tools/make_demo_artefacts.py [--out DIR] [--layers 30
 --heads 9 --kv-heads 3 --head-dim 64 --seed 7]`; the defaults are SmolLM2-135M's shape.
@@ -46,6 +52,7 @@ def main() -> int:
     parser.add_argument("--kv-heads", type=int, default=3)
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--hidden", type=int, default=576, help="hidden size (fastkvzip gates' input)")
     a = parser.parse_args()
     if min(a.layers, a.heads, a.kv_heads, a.head_dim) < 1 or a.heads % a.kv_heads:
         parser.error("layers, heads, kv-heads, head-dim must be positive and heads a multiple of kv-heads")
@@ -72,6 +79,33 @@ def main() -> int:
 
     scores = {f"{layer}-{head}": round(rng.random(), 6) for layer in range(a.layers) for head in range(a.heads)}
     (a.out / "head_scores.json").write_text(json.dumps(scores) + "\n")
+
+    gates, out_dim, sinks, groups = {}, 16, 16, a.heads // a.kv_heads
+    for layer in range(a.layers):
+        q_rows, k_rows = a.kv_heads * groups * out_dim, a.kv_heads * out_dim
+        gates[f"{layer}.q_proj.weight"] = ((q_rows, a.hidden),
+                                           [rng.gauss(0, a.hidden ** -0.5) for _ in range(q_rows * a.hidden)])
+        gates[f"{layer}.q_proj.bias"] = ((q_rows,), [rng.gauss(0, 0.1) for _ in range(q_rows)])
+        gates[f"{layer}.k_proj.weight"] = ((k_rows, a.hidden),
+                                           [rng.gauss(0, a.hidden ** -0.5) for _ in range(k_rows * a.hidden)])
+        gates[f"{layer}.q_norm.weight"] = ((out_dim,), [1 + rng.gauss(0, 0.1) for _ in range(out_dim)])
+        gates[f"{layer}.k_norm.weight"] = ((out_dim,), [1 + rng.gauss(0, 0.1) for _ in range(out_dim)])
+        gates[f"{layer}.k_base"] = ((a.kv_heads, 1, sinks, out_dim),
+                                    [rng.gauss(0, 1) for _ in range(a.kv_heads * sinks * out_dim)])
+        gates[f"{layer}.b"] = ((a.kv_heads, 1, groups), [rng.gauss(0, 0.5) for _ in range(a.kv_heads * groups)])
+    write_safetensors(a.out / "fastkvzip_gates.safetensors", gates)
+
+    # LU-KV curve: NumPy format 1.0, little-endian float32, C order (written by hand: no numpy here).
+    curve = []
+    for t in range(99):
+        target = (t + 1) / 100
+        spread = [rng.uniform(-0.1, 0.1) for _ in range(a.layers * a.kv_heads)]
+        shift = sum(spread) / len(spread)
+        curve += [min(1.0, max(0.0, target + x - shift)) for x in spread]
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (99, %d, %d), }" % (a.layers, a.kv_heads)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    (a.out / "lukv_curve.npy").write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode()
+                                           + struct.pack(f"<{len(curve)}f", *curve))
 
     (a.out / "README.txt").write_text(
         "SYNTHETIC artefacts made by tools/make_demo_artefacts.py (seed %d, %d layers, %d heads, %d KV heads, "

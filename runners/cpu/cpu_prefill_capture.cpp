@@ -77,6 +77,14 @@ void CpuPrefillCapture::on_layer(const PrefillLayerView& view) {
   if (options_.column_sums) capture_column_sums(view, layer);
   if (options_.query_moments) capture_query_moments(view, layer);
   if (options_.all_queries) capture_all_queries(view, layer);
+  if (options_.attention_input) {
+    const std::size_t hidden = as_size(config_.hidden_size);
+    require(view.attention_input.size() == t * hidden,
+            "layer " + std::to_string(view.layer) + ": the attention input is missing");
+    attention_input_.emplace_back(
+        view.attention_input.begin(),
+        view.attention_input.begin() + static_cast<std::ptrdiff_t>(as_size(max_boundary) * hidden));
+  }
   data_.push_back(std::move(layer));
 }
 
@@ -292,6 +300,13 @@ std::vector<methods::LayerCapture> CpuPrefillCapture::layers(
               "the attention cosine was observed for " + std::to_string(attention_cosine_.size()) +
                   " of " + std::to_string(c.num_layers) + " layers");
       view.attention_cosine = std::span<const float>(attention_cosine_[as_size(layer)]).first(b);
+    }
+    if (options_.attention_input) {
+      require(attention_input_.size() == as_size(c.num_layers),
+              "the attention input was observed for " + std::to_string(attention_input_.size()) +
+                  " of " + std::to_string(c.num_layers) + " layers");
+      view.attention_input = std::span<const float>(attention_input_[as_size(layer)])
+                                 .first(b * as_size(c.hidden_size));
     }
     for (int g = 0; g < c.num_kv_heads; ++g) {
       const KvHeadView head = cache.head(layer, g);

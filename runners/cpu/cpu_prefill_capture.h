@@ -15,6 +15,8 @@
 //   K+V in the KvCache (shared, not copied; incl. its key-panel copy: 3·Hkv·d·4)
 //                                                  SmolLM2 2,304 B     8B 12,288 B
 //   column sums, per boundary (H·4)                SmolLM2    36 B     8B    128 B
+//   attention input, when asked (D·4, tokens before the last boundary; FastKVzip)
+//                                                  SmolLM2 2,304 B     8B 16,384 B
 //   attention cosines, when asked (4, all tokens)  SmolLM2     4 B     8B      4 B
 //   (+ transient: a copy of the residual stream while a layer is observed, hidden·4 per token)
 //   transient while a layer is observed: its key panels (Hkv·d·4) + per-thread score rows
@@ -94,6 +96,9 @@ class CpuPrefillCapture : public unit::PrefillCapture, public PrefillObserver {
   // data_[layer][boundary index]
   std::vector<std::vector<BoundaryData>> data_;
   // attention_cosine_[layer][i] for every position i of the prefill (empty unless requested).
+  // attention_input_[layer]: the input_layernorm output of positions 0..max(b)-1, [max(b), D]
+  // (empty unless options().attention_input).
+  std::vector<std::vector<float>> attention_input_;
   std::vector<std::vector<float>> attention_cosine_;
 };
 

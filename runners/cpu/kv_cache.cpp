@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "methods/bf16_rounding.h"
 #include "methods/key_rerotation.h"
 #include "runners/cpu/key_panels.h"
 #include "runners/cpu/shape_check.h"
@@ -63,7 +64,13 @@ std::size_t KvCache::kept_entries() const {
 }
 
 std::size_t KvCache::kept_bytes() const {
-  return kept_entries() * 2 * static_cast<std::size_t>(head_dim_) * bytes_per_element_;
+  std::size_t pruned = 0;  // key elements zero_key_channels() freed
+  for (const HeadStore& s : heads_) {
+    if (s.zeroed_channels.empty()) continue;
+    const auto end = std::lower_bound(s.positions.begin(), s.positions.end(), s.zeroed_before);
+    pruned += static_cast<std::size_t>(end - s.positions.begin()) * s.zeroed_channels.size();
+  }
+  return (kept_entries() * 2 * static_cast<std::size_t>(head_dim_) - pruned) * bytes_per_element_;
 }
 
 void KvCache::append_layer(int layer, std::span<const std::int32_t> positions,
@@ -190,6 +197,52 @@ void KvCache::rerotate_keys(int layer, int kv_head, std::span<const float> inv_f
   s.key_panels = keys_to_panels(s.keys.data(), s.positions.size(), dim);
 }
 
+void KvCache::replace_value(int layer, int kv_head, std::int32_t position,
+                            std::span<const float> value, bool model_is_bf16) {
+  HeadStore& s = store(layer, kv_head);
+  const std::size_t dim = static_cast<std::size_t>(head_dim_);
+  if (value.size() != dim) {
+    throw std::invalid_argument("KvCache::replace_value: " + head_name(layer, kv_head) +
+                                ": value has " + std::to_string(value.size()) +
+                                " elements, head_dim is " + std::to_string(head_dim_));
+  }
+  const auto it = std::lower_bound(s.positions.begin(), s.positions.end(), position);
+  if (it == s.positions.end() || *it != position) {
+    throw std::invalid_argument("KvCache::replace_value: " + head_name(layer, kv_head) +
+                                " does not keep position " + std::to_string(position));
+  }
+  float* row = s.values.data() + static_cast<std::size_t>(it - s.positions.begin()) * dim;
+  for (std::size_t m = 0; m < dim; ++m) row[m] = methods::maybe_bf16(value[m], model_is_bf16);
+}
+
+void KvCache::zero_key_channels(int layer, int kv_head, std::span<const std::int32_t> channels) {
+  HeadStore& s = store(layer, kv_head);
+  const std::string where = "KvCache::zero_key_channels(" + head_name(layer, kv_head) + "): ";
+  if (std::any_of(appended_in_step_.begin(), appended_in_step_.end(),
+                  [](std::int64_t n) { return n != 0; }))
+    throw std::logic_error(where + "called in the middle of a forward step");
+  if (!s.zeroed_channels.empty())
+    throw std::invalid_argument(where + "the head's key channels were already pruned");
+  for (std::size_t i = 0; i < channels.size(); ++i) {
+    if (channels[i] < 0 || channels[i] >= head_dim_ || (i > 0 && channels[i] <= channels[i - 1]))
+      throw std::invalid_argument(where + "channels must be strictly ascending in [0, " +
+                                  std::to_string(head_dim_) + "), got " +
+                                  std::to_string(channels[i]) + " at index " + std::to_string(i));
+  }
+  if (channels.empty()) return;
+  const std::size_t dim = static_cast<std::size_t>(head_dim_);
+  const std::size_t count = s.positions.size();
+  for (std::size_t i = 0; i < count; ++i)
+    for (const std::int32_t c : channels) s.keys[i * dim + static_cast<std::size_t>(c)] = 0.0f;
+  s.key_panels = keys_to_panels(s.keys.data(), count, dim);
+  s.zeroed_channels.assign(channels.begin(), channels.end());
+  s.zeroed_before = original_length_;
+}
+
+std::span<const std::int32_t> KvCache::zeroed_key_channels(int layer, int kv_head) const {
+  return store(layer, kv_head).zeroed_channels;
+}
+
 void KvCache::truncate(std::int64_t length) {
   if (length < 0 || length > original_length_) {
     throw std::invalid_argument("KvCache::truncate: length " + std::to_string(length) +
@@ -201,6 +254,8 @@ void KvCache::truncate(std::int64_t length) {
   }
   const std::size_t dim = static_cast<std::size_t>(head_dim_);
   for (HeadStore& s : heads_) {
+    // Keys appended after the rewind keep every channel (zero_key_channels).
+    s.zeroed_before = std::min(s.zeroed_before, length);
     // Positions are ascending: the dropped entries are a suffix.
     const auto end = std::lower_bound(s.positions.begin(), s.positions.end(), length);
     const std::size_t keep = static_cast<std::size_t>(end - s.positions.begin());

@@ -54,7 +54,9 @@ class KvCache {
   // Sum of kept entries over all layers and KV heads.
   std::size_t kept_entries() const;
   // Bytes the kept keys and values take at the checkpoint's precision:
-  // kept_entries() · 2 (K and V) · head_dim · bytes_per_element (positions are not counted).
+  // kept_entries() · 2 (K and V) · head_dim · bytes_per_element (positions are not counted),
+  // less, per (layer, KV head), the key channels zero_key_channels() pruned in each entry it pruned
+  // them from (Σ_heads Σ_entries (2·head_dim − pruned channels of the entry) · bytes_per_element).
   std::size_t kept_bytes() const;
 
   // Appends T tokens to every KV head of `layer`:
@@ -77,6 +79,23 @@ class KvCache {
   // index i in the head (methods::rerotate_keys; unit::SequenceCache::rerotate_kept_keys);
   // positions and values are unchanged, the key panels follow.
   void rerotate_keys(int layer, int kv_head, std::span<const float> inv_freq, bool model_is_bf16);
+  // merging: overwrites the value [head_dim] of the entry at original `position` of
+  // (layer, kv_head), rounded to bf16 when model_is_bf16 (the checkpoint's storage precision);
+  // positions, keys and key panels are unchanged (values have no derived layout). Throws
+  // std::invalid_argument if the head does not keep `position` or the length is not head_dim
+  // (nothing changes).
+  void replace_value(int layer, int kv_head, std::int32_t position, std::span<const float> value,
+                     bool model_is_bf16);
+
+  // think (methods/think.h): sets key channels `channels` (strictly ascending, each in
+  // [0, head_dim)) to zero in every key (layer, kv_head) holds now, key panels included; keys
+  // appended later keep all their channels (kvpress zeroes the compressed prefill only). From then
+  // on kept_bytes() counts those channels of those entries as freed (an engine storing only the
+  // live channels would not hold them). A head is pruned at most once. Throws
+  // std::invalid_argument on a bad list or a second pruning of the head (nothing changes).
+  void zero_key_channels(int layer, int kv_head, std::span<const std::int32_t> channels);
+  // The channels zero_key_channels() pruned in (layer, kv_head) (empty if none).
+  std::span<const std::int32_t> zeroed_key_channels(int layer, int kv_head) const;
 
   // Rewinds the cache to `length` tokens: every entry at an original position ≥ length is dropped
   // from every head and original_length() becomes `length`, so the next token gets RoPE position
@@ -91,6 +110,9 @@ class KvCache {
     std::vector<float> keys;              // [n, head_dim]
     std::vector<float> values;            // [n, head_dim]
     std::vector<float> key_panels;  // [round_up(n, kKeyPanel) / kKeyPanel, head_dim, kKeyPanel]
+    // think: key channels zeroed in the entries at positions < zeroed_before (zero_key_channels).
+    std::vector<std::int32_t> zeroed_channels;
+    std::int64_t zeroed_before = 0;
   };
   const HeadStore& store(int layer, int kv_head) const;
   HeadStore& store(int layer, int kv_head);

@@ -37,6 +37,13 @@ class SequenceState : public unit::SequenceCache {
   void retain(const methods::Selection& selection) override;
   // KvCache::rerotate_keys for every (layer, KV head).
   void rerotate_kept_keys(std::span<const float> inv_freq, bool model_is_bf16) override;
+  // KvCache::replace_value for every selection.value_replacements entry (merging); every entry is
+  // checked (layer, head, a kept position, head_dim values) before any value changes.
+  void replace_values(const methods::Selection& selection, bool model_is_bf16) override;
+  // KvCache::zero_key_channels for every (layer, KV head) of selection.zeroed_key_channels (think);
+  // the whole list is checked (shape, channels strictly ascending in [0, head_dim), heads not
+  // pruned before) before any key changes.
+  void zero_key_channels(const methods::Selection& selection) override;
 
  private:
   KvCache cache_;

@@ -2,11 +2,13 @@
 #include "runners/unit/greedy_decoding.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
 
 #include "base/argmax.h"
+#include "runners/unit/cost_shares.h"
 
 namespace kvaudit::unit {
 namespace {
@@ -68,7 +70,9 @@ std::vector<GreedyOutput> generate_greedy_batch(InferenceEngine& engine,
       next_tokens.push_back(token);
     }
   }
+  std::vector<double> step_shares(caches.size(), 0.0);
   while (!active.empty()) {
+    const auto step_start = std::chrono::steady_clock::now();
     std::vector<SequenceCache*> batch;
     batch.reserve(active.size());
     for (std::size_t i : active) batch.push_back(caches[i]);
@@ -83,9 +87,13 @@ std::vector<GreedyOutput> generate_greedy_batch(InferenceEngine& engine,
         still_next.push_back(token);
       }
     }
+    add_step_share(
+        step_shares, active,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count());
     active = std::move(still_active);
     next_tokens = std::move(still_next);
   }
+  for (std::size_t i = 0; i < outputs.size(); ++i) outputs[i].decode_step_seconds = step_shares[i];
   return outputs;
 }
 

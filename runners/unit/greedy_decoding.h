@@ -23,6 +23,9 @@ struct GreedyOptions {
 struct GreedyOutput {
   std::vector<std::int32_t> tokens;  // generated ids, including a final stop id if one was produced
   bool stopped_on_eos = false;       // false: stopped at max_new_tokens
+  // Its share of the decode steps' wall time: each decode_step (with the argmax of its logits) in
+  // equal shares over the sequences decoded in that step (cost_shares.h).
+  double decode_step_seconds = 0.0;
 };
 
 // Greedy continuation of one prefilled sequence; `last_logits` [vocab] are the logits of its last

@@ -77,6 +77,27 @@ class SequenceCache {
         "this engine's KV cache cannot re-rotate kept keys (key_rerotation runs on the CPU "
         "engine only)");
   }
+  // ThinK (methods/think.h): after retain(), sets to zero the key channels
+  // selection.zeroed_key_channels[layer][head] of every kept entry of that head, and from then on
+  // kept_bytes() counts those channels as freed (a cache that stored only the live channels would
+  // save them). Throws std::invalid_argument for a list of the wrong shape or a channel outside
+  // [0, head_dim) or not strictly ascending. An engine that cannot throws (the default: only the
+  // CPU engine prunes key channels).
+  virtual void zero_key_channels(const methods::Selection& selection) {
+    (void)selection;
+    throw std::invalid_argument(
+        "this engine's KV cache cannot prune key channels (think runs on the CPU engine only)");
+  }
+  // Merging (methods/merging.h): after retain(), overwrites the value vector of each
+  // selection.value_replacements entry (rounded to bf16 when model_is_bf16). Throws
+  // std::invalid_argument for a layer, head or position the cache does not keep or a value of the
+  // wrong length. An engine that cannot throws (the default: only the CPU engine merges values).
+  virtual void replace_values(const methods::Selection& selection, bool model_is_bf16) {
+    (void)selection;
+    (void)model_is_bf16;
+    throw std::invalid_argument(
+        "this engine's KV cache cannot rewrite kept values (merging runs on the CPU engine only)");
+  }
 };
 
 // An engine's own cache type behind a SequenceCache pointer (the engines' implementations of the

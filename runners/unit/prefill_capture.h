@@ -23,6 +23,8 @@
 //   attention cosine (attention_cosine) per position i < b, cos(x_i, x_i + attn_i) of the residual
 //                   stream before and after the layer's self-attention block, in fp64, stored as
 //                   f32, [b] (SqueezeAttention; the CPU capture computes it, the CUDA one not yet).
+//   attention input (attention_input) the input_layernorm output of positions 0..b-1, [b, D]
+//                   (FastKVzip's gates), f32 D·4 bytes per layer per token; CPU capture only.
 //   keys / values   the first b entries of every KV head (post-RoPE keys), and o_proj from the
 //                   host weights.
 // Because every captured sum runs over rows in increasing order and stops at b, the data for
@@ -56,6 +58,7 @@ struct CaptureOptions {
   int moments_first_row = 4;      // r0 ≥ 0 (kvpress ExpectedAttention's n_sink)
   bool attention_cosine = false;  // cos(x_i, x_i + attn_i) per position (SqueezeAttention)
   bool all_queries = false;       // keep every query row (pre- and post-RoPE) and pre-RoPE key
+  bool attention_input = false;   // keep every position's input_layernorm output (FastKVzip)
 };
 
 // Sorts and de-duplicates options.boundaries and checks them, W, r0 and the config's shape; throws

@@ -1,8 +1,11 @@
 // The unit runner's two routes (fan-out and naive) over an InferenceEngine; see unit_runner.h.
 #include "runners/unit/unit_runner.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <map>
@@ -13,6 +16,7 @@
 #include <variant>
 
 #include "methods/score_memo.h"
+#include "runners/unit/cost_shares.h"
 #include "runners/unit/greedy_decoding.h"
 #include "runners/unit/prefill_capture.h"
 
@@ -52,6 +56,8 @@ struct UnitPlan {
   int boundary(const CellSpec& cell) const {
     return cell.protocol == Protocol::query_agnostic ? context_end : question_end;
   }
+  // Question tokens at the end of the cell's view (methods::SelectionContext::question_tokens).
+  int question_tokens(const CellSpec& cell) const { return boundary(cell) - context_end; }
   // Tokens fed on top of the (compressed) prefix of `boundary` tokens: the rest of the prompt,
   // then the suffix.
   std::vector<std::int32_t> feed(const CellSpec& cell, const UnitTokens& tokens) const {
@@ -91,12 +97,16 @@ UnitPlan plan_unit(const InferenceEngine& engine, const model::ModelWeights& wei
   for (const CellSpec& cell : cells) {
     if (cell.method == nullptr) continue;
     plan.any_method = true;
-    plan.capture.window_rows = std::max(plan.capture.window_rows, cell.method->window_needed());
+    plan.capture.window_rows =
+        std::max(plan.capture.window_rows,
+                 cell.method->window_rows_needed(plan.question_end - plan.context_end));
     plan.capture.column_sums = plan.capture.column_sums || cell.method->needs_column_sums();
     plan.capture.query_moments = plan.capture.query_moments || cell.method->needs_query_moments();
     plan.capture.attention_cosine =
         plan.capture.attention_cosine || cell.method->needs_attention_cosine();
     plan.capture.all_queries = plan.capture.all_queries || cell.method->needs_all_queries();
+    plan.capture.attention_input =
+        plan.capture.attention_input || cell.method->needs_attention_input();
   }
   return plan;
 }
@@ -124,20 +134,21 @@ std::optional<methods::Selection> timed_selection(const CellSpec& cell, CellResu
   return std::nullopt;
 }
 
-// The cell's method on the views of its boundary. `memo` (optional) shares budget-independent
-// scores between the cells of a unit.
+// The cell's method on the views of its boundary, whose last `question_tokens` positions are the
+// question (UnitPlan::question_tokens). `memo` (optional) shares budget-independent scores between
+// the cells of a unit.
 std::optional<methods::Selection> select_cell(const CellSpec& cell,
                                               std::span<const methods::LayerCapture> layers,
                                               const UnitRunOptions& options, CellResult& result,
+                                              int question_tokens,
                                               methods::ScoreMemo* memo = nullptr,
                                               const methods::ExtraPassResult* pass = nullptr) {
   std::optional<methods::Selection> selection =
       timed_selection(cell, result, [&]() -> std::optional<methods::Selection> {
         return cell.method->select(
             layers, cell.budget,
-            methods::SelectionContext{options.seed, cell.cell_key, memo, pass});
+            methods::SelectionContext{options.seed, cell.cell_key, memo, pass, question_tokens});
       });
-  if (pass != nullptr) result.select_seconds += pass->seconds;  // the pass is part of selecting
   return selection;
 }
 
@@ -207,7 +218,6 @@ ExtraPassOutcome try_extra_pass(InferenceEngine& engine, const methods::ExtraPas
 const methods::ExtraPassResult* pass_for_cell(const CellSpec& cell, const ExtraPassOutcome& outcome,
                                               CellResult& result) {
   if (outcome.result) return &*outcome.result;
-  result.select_seconds = outcome.seconds;
   result.status = CellStatus::failed;
   result.error = "method " + cell.method->name() + " failed: " + outcome.error;
   return nullptr;
@@ -229,8 +239,11 @@ bool evict_cell(const InferenceEngine& engine, const CellSpec& cell,
           "method " + cell.method->name() + " returned an invalid selection: " + error.what();
       return false;
     }
-    // key_rerotation (methods/key_rerotation.h): the kept keys move to contiguous positions.
-    if (std::holds_alternative<methods::KeyRerotationParams>(cell.method->parameters())) {
+    // key_rerotation (methods/key_rerotation.h) and finch with rerotate_keys (methods/finch.h):
+    // the kept keys move to contiguous positions.
+    const auto* finch = std::get_if<methods::FinchParams>(&cell.method->parameters());
+    if (std::holds_alternative<methods::KeyRerotationParams>(cell.method->parameters()) ||
+        (finch != nullptr && finch->rerotate_keys)) {
       try {
         cache.rerotate_kept_keys(engine.rope_inv_freq(),
                                  engine.config().dtype == model::ComputeDtype::bf16);
@@ -239,6 +252,17 @@ bool evict_cell(const InferenceEngine& engine, const CellSpec& cell,
         result.error = "method " + cell.method->name() + ": " + error.what();
         return false;
       }
+    }
+    // think (methods/think.h) prunes key channels; merging (methods/merging.h) rewrites values.
+    try {
+      if (!selection->zeroed_key_channels.empty()) cache.zero_key_channels(*selection);
+      if (!selection->value_replacements.empty()) {
+        cache.replace_values(*selection, engine.config().dtype == model::ComputeDtype::bf16);
+      }
+    } catch (const std::exception& error) {
+      result.status = CellStatus::failed;
+      result.error = "method " + cell.method->name() + ": " + error.what();
+      return false;
     }
   }
   result.kept_entries = static_cast<std::int64_t>(cache.kept_entries());
@@ -274,6 +298,53 @@ std::optional<methods::Selection> device_select_cell(const CellSpec& cell, Prefi
   });
 }
 
+// Costs (cost_shares.h): `seconds` of a step shared by the cells `members`, in equal shares
+// (flagged as shares when more than one cell shared it).
+void share_step(UnitResult& unit, std::span<const std::size_t> members, double seconds,
+                double CellResult::*cost, std::uint32_t share_bit) {
+  const std::vector<double> shares = equal_shares(seconds, members.size());
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    CellResult& cell = unit.cells[members[k]];
+    cell.*cost = shares[k];
+    if (members.size() > 1) cell.shared_costs |= share_bit;
+  }
+}
+
+// A batch's feed: shares ∝ the tokens each cell fed.
+void share_feed(UnitResult& unit, std::span<const std::size_t> batch,
+                std::span<const std::vector<std::int32_t>> feeds, double seconds) {
+  std::vector<std::size_t> tokens;
+  for (const auto& feed : feeds) tokens.push_back(feed.size());
+  const std::vector<double> shares = proportional_shares(seconds, tokens);
+  for (std::size_t k = 0; k < batch.size(); ++k) {
+    CellResult& cell = unit.cells[batch[k]];
+    cell.feed_seconds = shares[k];
+    if (batch.size() > 1) cell.shared_costs |= kFeedShare;
+  }
+}
+
+// A batch's decode: each cell's share of the steps it was decoded in, the rest of the batch's
+// decode time in equal shares; and each cell's cache at its largest (now, after decoding).
+void share_decode(UnitResult& unit, std::span<const std::size_t> batch,
+                  std::span<SequenceCache* const> caches, std::span<const GreedyOutput> outputs,
+                  double seconds) {
+  std::vector<double> step_shares;
+  for (const GreedyOutput& output : outputs) step_shares.push_back(output.decode_step_seconds);
+  const std::vector<double> shares = complete_shares(seconds, step_shares);
+  for (std::size_t k = 0; k < batch.size(); ++k) {
+    CellResult& cell = unit.cells[batch[k]];
+    cell.decode_seconds = shares[k];
+    if (batch.size() > 1) cell.shared_costs |= kDecodeShare;
+    cell.peak_kv_bytes = static_cast<std::int64_t>(caches[k]->kept_bytes());
+  }
+}
+
+std::vector<std::size_t> all_cells(std::size_t count) {
+  std::vector<std::size_t> indices(count);
+  for (std::size_t i = 0; i < count; ++i) indices[i] = i;
+  return indices;
+}
+
 }  // namespace
 
 UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
@@ -303,6 +374,8 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
   Clock::time_point phase = Clock::now();
   engine.prefill(*prefilled, plan.prompt, LogitRows::none, capture.get());
   unit.timings.prefill_seconds = seconds_since(phase);
+  share_step(unit, all_cells(cells.size()), unit.timings.prefill_seconds,
+             &CellResult::prefill_seconds, kPrefillShare);
 
   // 2. Selections. First the capture's device fast paths (one after another: they share the
   // engine's stream), then every other evicting cell's Method::select on the views of its
@@ -311,6 +384,8 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
   std::vector<std::optional<methods::Selection>> selections(cells.size());
   std::vector<bool> on_host(cells.size(), false);
   std::map<int, std::vector<methods::LayerCapture>> views;
+  std::map<int, std::vector<std::size_t>> view_users;  // boundary -> the cells selecting on it
+  std::map<int, double> view_seconds;                  // boundary -> time to build its views
   for (std::size_t i = 0; i < cells.size(); ++i) {
     CellResult& result = unit.cells[i];
     result.boundary = plan.boundary(cells[i]);
@@ -318,15 +393,23 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
     selections[i] = device_select_cell(cells[i], *capture, result);
     if (selections[i] || result.status != CellStatus::ok) continue;
     on_host[i] = true;
+    view_users[result.boundary].push_back(i);
     if (!views.contains(result.boundary)) {
+      const Clock::time_point view_start = Clock::now();
       views.emplace(result.boundary,
                     capture->layers(result.boundary, *prefilled, weights, engine.rope_inv_freq()));
+      view_seconds[result.boundary] = seconds_since(view_start);
     }
+  }
+  for (const auto& [boundary, users] : view_users) {
+    unit.timings.capture_seconds += view_seconds.at(boundary);
+    share_step(unit, users, view_seconds.at(boundary), &CellResult::capture_seconds, kCaptureShare);
   }
   // Extra passes (methods/extra_pass.h), one after another on the engine: one run per (boundary,
   // pass key), shared by the cells whose methods give that key.
   std::map<std::pair<int, std::string>, ExtraPassOutcome> extra_passes;
   std::vector<const methods::ExtraPassResult*> pass_results(cells.size(), nullptr);
+  std::map<std::pair<int, std::string>, std::vector<std::size_t>> pass_users;
   for (std::size_t i = 0; i < cells.size(); ++i) {
     if (!on_host[i]) continue;
     const methods::ExtraPass* pass = cells[i].method->extra_pass();
@@ -340,8 +423,14 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
                                           tokens.pass_prompt))
                   .first;
     }
+    pass_users[found->first].push_back(i);
     pass_results[i] = pass_for_cell(cells[i], found->second, unit.cells[i]);
     if (pass_results[i] == nullptr) on_host[i] = false;
+  }
+  for (const auto& [key, users] : pass_users) {
+    unit.timings.extra_pass_seconds += extra_passes.at(key).seconds;
+    share_step(unit, users, extra_passes.at(key).seconds, &CellResult::extra_pass_seconds,
+               kExtraPassShare);
   }
   // Cells that differ only in the budget share their scorer's scores (methods/score_memo.h).
   methods::ScoreMemo memo;
@@ -351,7 +440,7 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
     const std::size_t i = static_cast<std::size_t>(c);
     if (!on_host[i]) continue;
     selections[i] = select_cell(cells[i], views.at(unit.cells[i].boundary), options, unit.cells[i],
-                                &memo, pass_results[i]);
+                                plan.question_tokens(cells[i]), &memo, pass_results[i]);
   }
 
   // 3–4. Per batch of cells: compacted forks, feed the rest together, decode together.
@@ -405,7 +494,9 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
     std::vector<std::span<const std::int32_t>> feed_spans(feeds.begin(), feeds.end());
     phase = Clock::now();
     const std::vector<LogitMatrix> fed = engine.prefill_batch(caches, feed_spans, LogitRows::last);
-    unit.timings.feed_seconds += seconds_since(phase);
+    const double feed_seconds = seconds_since(phase);
+    unit.timings.feed_seconds += feed_seconds;
+    share_feed(unit, batch, feeds, feed_seconds);
     LogitMatrix last_logits;
     last_logits.rows = static_cast<int>(batch.size());
     last_logits.vocab = engine.config().vocab_size;
@@ -415,13 +506,16 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
     phase = Clock::now();
     std::vector<GreedyOutput> outputs =
         generate_greedy_batch(engine, caches, last_logits, greedy_options(options));
-    unit.timings.decode_seconds += seconds_since(phase);
+    const double decode_seconds = seconds_since(phase);
+    unit.timings.decode_seconds += decode_seconds;
+    share_decode(unit, batch, caches, outputs, decode_seconds);
     for (std::size_t k = 0; k < batch.size(); ++k) {
       take_output(std::move(outputs[k]), unit.cells[batch[k]]);
     }
   }
   sum_cell_timings(unit);
   unit.timings.total_seconds = seconds_since(start);
+  unit.threads = omp_get_max_threads();
   return unit;
 }
 
@@ -449,33 +543,42 @@ UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& we
     if (cell.method != nullptr) {
       CaptureOptions capture_options;
       capture_options.boundaries = {result.boundary};
-      capture_options.window_rows = cell.method->window_needed();
+      capture_options.window_rows =
+          cell.method->window_rows_needed(plan.question_end - plan.context_end);
       capture_options.column_sums = cell.method->needs_column_sums();
       capture_options.query_moments = cell.method->needs_query_moments();
       capture_options.attention_cosine = cell.method->needs_attention_cosine();
       capture_options.all_queries = cell.method->needs_all_queries();
+      capture_options.attention_input = cell.method->needs_attention_input();
       capture = engine.new_capture(std::move(capture_options));
     }
     const std::unique_ptr<SequenceCache> cache = engine.new_cache(plan.capacity);
     Clock::time_point phase = Clock::now();
     engine.prefill(*cache, prefix, LogitRows::none, capture.get());
-    unit.timings.prefill_seconds += seconds_since(phase);
+    result.prefill_seconds = seconds_since(phase);
+    unit.timings.prefill_seconds += result.prefill_seconds;
 
     std::optional<methods::Selection> selection;
     if (cell.method != nullptr) {
       selection = device_select_cell(cell, *capture, result);
       if (!selection && result.status == CellStatus::ok) {
+        const Clock::time_point view_start = Clock::now();
         const std::vector<methods::LayerCapture> layers =
             capture->layers(result.boundary, *cache, weights, engine.rope_inv_freq());
+        result.capture_seconds = seconds_since(view_start);
+        unit.timings.capture_seconds += result.capture_seconds;
         std::optional<ExtraPassOutcome> pass;  // the cell's own extra pass, if its method has one
         if (cell.method->extra_pass() != nullptr) {
           pass = try_extra_pass(engine, *cell.method->extra_pass(), *cache, result.boundary, layers,
                                 plan.prompt, tokens.pass_prompt);
+          result.extra_pass_seconds = pass->seconds;
+          unit.timings.extra_pass_seconds += pass->seconds;
         }
         const methods::ExtraPassResult* pass_result =
             pass ? pass_for_cell(cell, *pass, result) : nullptr;
         if (!pass || pass_result != nullptr) {
-          selection = select_cell(cell, layers, options, result, nullptr, pass_result);
+          selection = select_cell(cell, layers, options, result, plan.question_tokens(cell),
+                                  nullptr, pass_result);
         }
       }
       if (!selection) continue;
@@ -493,13 +596,17 @@ UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& we
     const std::vector<std::int32_t> rest = plan.feed(cell, tokens);
     phase = Clock::now();
     const LogitMatrix last = engine.prefill(*cache, rest, LogitRows::last);
-    unit.timings.feed_seconds += seconds_since(phase);
+    result.feed_seconds = seconds_since(phase);
+    unit.timings.feed_seconds += result.feed_seconds;
     phase = Clock::now();
     take_output(generate_greedy(engine, *cache, last.row(0), greedy_options(options)), result);
-    unit.timings.decode_seconds += seconds_since(phase);
+    result.decode_seconds = seconds_since(phase);
+    unit.timings.decode_seconds += result.decode_seconds;
+    result.peak_kv_bytes = static_cast<std::int64_t>(cache->kept_bytes());
   }
   sum_cell_timings(unit);
   unit.timings.total_seconds = seconds_since(start);
+  unit.threads = omp_get_max_threads();
   return unit;
 }
 

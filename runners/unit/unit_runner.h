@@ -17,8 +17,11 @@
 //      what the engine's memory allows (InferenceEngine::max_concurrent_cells).
 // A method with an extra pass (Method::extra_pass(), methods/extra_pass.h; KVzip) has it run in
 // step 2 before its selection: on copies of the prefilled cache truncated to b, once per (boundary,
-// pass key) for all cells that share it; its time is part of each such cell's select_seconds, and
-// an engine that cannot run it (InferenceEngine::observed_pass) fails those cells.
+// pass key) for all cells that share it; each such cell gets an equal share of its time
+// (extra_pass_seconds), and an engine that cannot run it (InferenceEngine::observed_pass) fails
+// those cells.
+// Costs: every cell gets its own or its apportioned share of each step's wall time (CellResult's
+// *_seconds, shared_costs; the rules are cost_shares.h's) and its cache's peak bytes.
 // Method::select runs in parallel over cells (OpenMP), so it must be safe to call concurrently (it
 // is const; methods keep no per-call state); step 3 runs in parallel too where the engine allows
 // it (concurrent_cache_ops). A full-KV cell (method == nullptr) follows the same steps without
@@ -35,6 +38,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -57,6 +61,8 @@ struct UnitTokens {
   // from the unit's tokenizer and chat template; unused (may stay empty) otherwise.
   methods::PassPrompt pass_prompt;
 };
+
+inline constexpr double kNoCost = std::numeric_limits<double>::quiet_NaN();
 
 struct CellSpec {
   const methods::Method* method = nullptr;  // nullptr: the full-KV cell (nothing evicted)
@@ -100,17 +106,31 @@ struct CellResult {
   std::int64_t kept_entries = 0;       // entries of the cache after eviction (before feeding)
   std::int64_t kept_bytes = 0;         // SequenceCache::kept_bytes() after eviction
   double realised_retention = 0.0;     // kept_entries / candidate_entries
-  double select_seconds = 0.0;         // Method::select
-  double evict_seconds = 0.0;          // fork + truncate + retain
+  double select_seconds = 0.0;         // Method::select (or the capture's device fast path)
+  double evict_seconds = 0.0;          // fork + truncate + retain (+ the cache edits)
+  // The cell's costs in seconds of wall time: its own, or its share of a step it shared with other
+  // cells (the bits of shared_costs, CostShare in cost_shares.h, say which); NaN = the cell has no
+  // such step or did not reach it.
+  double prefill_seconds = kNoCost;     // the prefill (capture hooks included)
+  double capture_seconds = kNoCost;     // building the capture's host views at its boundary
+  double extra_pass_seconds = kNoCost;  // its method's extra forward pass (KVzip)
+  double feed_seconds = kNoCost;        // prefill of the rest on its compressed cache
+  double decode_seconds = kNoCost;      // greedy decoding
+  std::uint32_t shared_costs = 0;       // CostShare bits
+  // SequenceCache::kept_bytes() of its cache after decoding: its largest size (the kept entries,
+  // the fed tokens and the generated ones but the last); 0 when it did not get there.
+  std::int64_t peak_kv_bytes = 0;
 };
 
 struct UnitTimings {
   double prefill_seconds = 0.0;  // the shared prefill with capture (fan-out) / all prefills (naive)
-  double select_seconds = 0.0;   // Σ over cells (fan-out: they overlap, threads run in parallel)
-  double evict_seconds = 0.0;    // Σ over cells (likewise)
-  double feed_seconds = 0.0;     // prefills of question/suffix on the compressed caches
-  double decode_seconds = 0.0;   // greedy decoding
-  double total_seconds = 0.0;    // wall time of the whole route
+  double capture_seconds = 0.0;  // building the capture's host views (per boundary)
+  double extra_pass_seconds = 0.0;  // the extra passes (each (boundary, pass key) once)
+  double select_seconds = 0.0;  // Σ over cells (fan-out: they overlap, threads run in parallel)
+  double evict_seconds = 0.0;   // Σ over cells (likewise)
+  double feed_seconds = 0.0;    // prefills of question/suffix on the compressed caches
+  double decode_seconds = 0.0;  // greedy decoding
+  double total_seconds = 0.0;   // wall time of the whole route
 };
 
 struct UnitResult {
@@ -118,6 +138,7 @@ struct UnitResult {
   UnitTimings timings;
   int context_end = 0;   // Lc
   int question_end = 0;  // Lq
+  int threads = 0;       // OpenMP threads the route could use (omp_get_max_threads)
 };
 
 // The fan-out route. `weights` are the host weights `engine` was built from (methods read o_proj

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "base/errors.h"
+#include "methods/npy_file.h"
 #include "methods/param_lists.h"
 #include "runners/model/formats/dequantize.h"
 #include "runners/model/formats/gguf.h"
@@ -181,6 +182,30 @@ std::vector<std::string> check_plan_inputs(const manifest::Manifest& m, std::ost
         if (std::find(g.models.begin(), g.models.end(), model.name) == g.models.end()) continue;
         for (const auto& method_name : g.methods) {
           const manifest::MethodConfig* cfg = m.find_method(method_name);
+          // lukv: the budget curve's [99, layers, KV heads] must be the model's (methods/lukv.h;
+          // a curve that does not read is reported by the file-parameter check).
+          if (cfg != nullptr && cfg->method == "lukv") {
+            const auto curve_it = cfg->params.find("curve");
+            if (curve_it != cfg->params.end() &&
+                std::holds_alternative<std::string>(curve_it->second)) {
+              try {
+                const methods::NpyArray curve = methods::read_lukv_curve(
+                    m.resolve(std::get<std::string>(curve_it->second)).string());
+                if (curve.shape[1] != config.num_layers || curve.shape[2] != config.num_kv_heads) {
+                  const auto pos = cfg->param_pos.find("curve");
+                  diag.error(pos != cfg->param_pos.end() ? pos->second : cfg->pos,
+                             "methods." + cfg->name + ".curve",
+                             "budget curve [99, " + std::to_string(curve.shape[1]) + ", " +
+                                 std::to_string(curve.shape[2]) + "] does not fit model '" +
+                                 model.name + "' (grid '" + g.name + "'): want [99, " +
+                                 std::to_string(config.num_layers) + ", " +
+                                 std::to_string(config.num_kv_heads) + "] (layers, KV heads)");
+                }
+              } catch (const std::invalid_argument&) {
+              }
+            }
+            continue;
+          }
           if (cfg == nullptr || cfg->method != "per_layer_compression") continue;
           const auto it = cfg->params.find("compression_ratios");
           if (it == cfg->params.end() || !std::holds_alternative<std::string>(it->second)) continue;

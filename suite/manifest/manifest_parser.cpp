@@ -546,6 +546,30 @@ class Parser {
         diag_.error(r.pos, r.where, "no method configuration named '" + r.target + "'");
       } else if (ref->name == r.config) {
         diag_.error(r.pos, r.where, "a method cannot wrap itself");
+      } else if (ref->method == "think") {
+        // ThinK (methods/think.h) prunes key channels: composed takes it as its last press, with
+        // ThinKPress's reported ratio (key_channel_compression_ratio / 2) as its ratio.
+        const MethodConfig* owner = m_.find_method(r.config);
+        const auto composed = owner != nullptr ? typed_params(*owner) : std::nullopt;
+        const auto think = typed_params(*ref);
+        const auto* cp = composed ? std::get_if<mc::ComposedParams>(&*composed) : nullptr;
+        if (cp == nullptr || cp->presses.empty() || cp->presses.back() != r.target ||
+            std::count(cp->presses.begin(), cp->presses.end(), r.target) != 1) {
+          diag_.error(r.pos, r.where,
+                      "'" + r.target +
+                          "' (method think) prunes key channels: only composed takes it, as "
+                          "its last press");
+        } else if (think && cp->compression_ratios.size() == cp->presses.size()) {
+          const double reported =
+              std::get<mc::ThinkParams>(*think).key_channel_compression_ratio / 2.0;
+          if (std::abs(cp->compression_ratios.back() - reported) > 1e-9)
+            diag_.error(r.pos, r.where,
+                        "'" + r.target + "' (method think) reports the compression ratio " +
+                            format_number(reported) +
+                            " (key_channel_compression_ratio / 2); its entry of "
+                            "compression_ratios is " +
+                            format_number(cp->compression_ratios.back()));
+        }
       } else if (!mc::find_method(ref->method)->is_scorer) {
         diag_.error(r.pos, r.where,
                     "'" + r.target + "' (method " + ref->method +
@@ -807,9 +831,13 @@ class Parser {
             diag_.error(pos_of(cn ? *cn : *rn), f.field(key),
                         "method configuration '" + name + "' (" + c->method +
                             ") fixes the compression ratio at " + format_number(*fixed) +
-                            " through its compression_ratios (kvpress has no other budget for "
-                            "it); this grid asks for " +
-                            key + " " + format_number(r) +
+                            (c->method == "think"
+                                 ? std::string(" through its key_channel_compression_ratio "
+                                               "(ThinKPress reports ratio / 2 and has no other "
+                                               "budget)")
+                                 : std::string(" through its compression_ratios (kvpress has "
+                                               "no other budget for it)")) +
+                            "; this grid asks for " + key + " " + format_number(r) +
                             ": give it a grid of its own with compression = [" +
                             format_number(*fixed) + "]");
           }

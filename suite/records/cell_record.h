@@ -23,6 +23,9 @@ namespace kvaudit::records {
 enum class CellStatus : std::int8_t { ok = 0, oom = 1, error = 2, excluded = 3, abandoned = 4 };
 enum class Split : std::int8_t { none = 0, calibration = 1, test = 2 };
 enum class BudgetKind : std::int8_t { none = 0, compression = 1, retention = 2, threshold = 3 };
+// Where the cell ran (schema version 5 on); unknown: a record of an older shard, or a cell that
+// failed before a device was chosen. (Not base/device.h's Device, which has no "unknown".)
+enum class ComputeDevice : std::int8_t { unknown = 0, cpu = 1, cuda = 2 };
 
 template <typename E>
 struct EnumMember {
@@ -72,6 +75,14 @@ struct EnumTraits<BudgetKind> {
        {"retention", BudgetKind::retention, 2},
        {"threshold", BudgetKind::threshold, 3}}};
 };
+template <>
+struct EnumTraits<ComputeDevice> {
+  static constexpr std::string_view type_name = "ComputeDevice";
+  static constexpr std::array<EnumMember<ComputeDevice>, 3> members{
+      {{"unknown", ComputeDevice::unknown, 0},
+       {"cpu", ComputeDevice::cpu, 1},
+       {"cuda", ComputeDevice::cuda, 2}}};
+};
 
 // The member name of `value`, or "" if `value` is not a member (e.g. a bad static_cast).
 template <typename E>
@@ -116,6 +127,17 @@ constexpr std::optional<E> enum_from_stored(std::int8_t stored) {
 
 inline constexpr double kNotApplicable = std::numeric_limits<double>::quiet_NaN();
 
+// CellRecord::shared_costs bits (schema version 5 on): the cost fields that are the cell's
+// apportioned share of a step several cells shared, not a step of its own (docs/RECORDS.md
+// §Costs has the apportioning rules).
+enum SharedCost : std::uint32_t {
+  kSharedPrefill = 1u << 0,    // cell_prefill_ms: the unit's one prefill, equal shares
+  kSharedCapture = 1u << 1,    // cell_capture_ms: the capture's views of a boundary, equal shares
+  kSharedExtraPass = 1u << 2,  // cell_extra_pass_ms: one (boundary, pass key) pass, equal shares
+  kSharedFeed = 1u << 3,       // cell_feed_ms: a batched feed, shares ∝ tokens fed
+  kSharedDecode = 1u << 4,     // cell_decode_ms: batched decode steps, equal shares per step
+};
+
 // One cell's record. Doubles that do not apply (the ratio fields of another budget kind, the score
 // of a failed cell, timings never measured) are NaN. Strings are UTF-8.
 struct CellRecord {
@@ -158,6 +180,21 @@ struct CellRecord {
   // point, or a record read from an older shard).
   std::uint64_t prompt_digest = 0;  // the prompt's token ids (context | question | suffix)
   std::uint64_t kept_digest = 0;    // the kept positions per (layer, KV head) after eviction
+  // Schema version 5 on: what the cell cost (docs/RECORDS.md §Costs). Milliseconds of wall time,
+  // the cell's own or its share of a shared step (shared_costs); NaN = not measured (a step the
+  // cell never reached or does not have, or a record read from an older shard). prefill_ms and
+  // decode_ms above keep their meaning (the unit's whole shared prefill; its feed + decode).
+  double cell_prefill_ms = kNotApplicable;     // prefill of the prompt (capture hooks included)
+  double cell_capture_ms = kNotApplicable;     // building the capture's views at the boundary
+  double cell_extra_pass_ms = kNotApplicable;  // the method's extra forward pass (KVzip)
+  double cell_select_ms = kNotApplicable;      // the method's selection
+  double cell_evict_ms = kNotApplicable;       // fork + truncate + retain (+ cache edits)
+  double cell_feed_ms = kNotApplicable;        // prefill of the rest on the compressed cache
+  double cell_decode_ms = kNotApplicable;      // greedy decoding
+  std::uint64_t peak_kv_bytes = 0;  // the cell's cache at its largest (after decoding); 0 unknown
+  std::uint32_t shared_costs = 0;   // SharedCost bits
+  ComputeDevice device = ComputeDevice::unknown;
+  std::int32_t threads = 0;  // host threads the run used (OpenMP); 0 = unknown
 };
 
 }  // namespace kvaudit::records

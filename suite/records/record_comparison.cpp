@@ -60,6 +60,9 @@ std::vector<std::string> differing_content_fields(const CellRecord& a, const Cel
   if (a.kept_digest != 0 && b.kept_digest != 0 && a.kept_digest != b.kept_digest) {
     out.emplace_back("kept_digest");
   }
+  if (a.peak_kv_bytes != 0 && b.peak_kv_bytes != 0 && a.peak_kv_bytes != b.peak_kv_bytes) {
+    out.emplace_back("peak_kv_bytes");
+  }
   return out;
 }
 

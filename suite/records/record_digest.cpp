@@ -78,6 +78,19 @@ std::string record_digest_message(const CellRecord& r, std::int64_t version) {
     s.integer(r.prompt_digest);
     s.integer(r.kept_digest);
   }
+  if (version >= 5) {
+    s.real(r.cell_prefill_ms);
+    s.real(r.cell_capture_ms);
+    s.real(r.cell_extra_pass_ms);
+    s.real(r.cell_select_ms);
+    s.real(r.cell_evict_ms);
+    s.real(r.cell_feed_ms);
+    s.real(r.cell_decode_ms);
+    s.integer(r.peak_kv_bytes);
+    s.integer(r.shared_costs);
+    s.enumeration(r.device);
+    s.integer(r.threads);
+  }
   return s.take();
 }
 

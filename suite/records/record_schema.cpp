@@ -17,6 +17,8 @@ const std::string kWhat = "kvaudit record schema";
 
 #define KV_FIELD(member, type) \
   FieldSpec { #member, FieldType::type, offsetof(RecordPod, member), nullptr, 1 }
+#define KV_FIELD_SINCE(member, type, version) \
+  FieldSpec { #member, FieldType::type, offsetof(RecordPod, member), nullptr, version }
 
 constexpr std::array kFields{
     KV_FIELD(cell_id, u64),
@@ -57,10 +59,22 @@ constexpr std::array kFields{
     KV_FIELD(output, text),
     FieldSpec{"prompt_digest", FieldType::u64, offsetof(RecordPod, prompt_digest), nullptr, 4},
     FieldSpec{"kept_digest", FieldType::u64, offsetof(RecordPod, kept_digest), nullptr, 4},
+    KV_FIELD_SINCE(cell_prefill_ms, f64, 5),
+    KV_FIELD_SINCE(cell_capture_ms, f64, 5),
+    KV_FIELD_SINCE(cell_extra_pass_ms, f64, 5),
+    KV_FIELD_SINCE(cell_select_ms, f64, 5),
+    KV_FIELD_SINCE(cell_evict_ms, f64, 5),
+    KV_FIELD_SINCE(cell_feed_ms, f64, 5),
+    KV_FIELD_SINCE(cell_decode_ms, f64, 5),
+    KV_FIELD_SINCE(peak_kv_bytes, u64, 5),
+    KV_FIELD_SINCE(shared_costs, u32, 5),
+    KV_FIELD_SINCE(device, compute_device, 5),
+    KV_FIELD_SINCE(threads, i32, 5),
     FieldSpec{"record_digest", FieldType::u64, offsetof(RecordPod, record_digest), nullptr, 3},
 };
 
 #undef KV_FIELD
+#undef KV_FIELD_SINCE
 
 template <typename E>
 h5::Datatype make_enum_type(hid_t base) {
@@ -105,6 +119,8 @@ h5::Datatype make_member_type(FieldType type, bool file) {
       return make_enum_type<Split>(int8_base);
     case FieldType::budget_kind:
       return make_enum_type<BudgetKind>(int8_base);
+    case FieldType::compute_device:
+      return make_enum_type<ComputeDevice>(int8_base);
   }
   throw InternalError("unknown record field type");
 }
@@ -168,6 +184,8 @@ std::string expected_phrase(FieldType type) {
       return "the Split enum";
     case FieldType::budget_kind:
       return "the BudgetKind enum";
+    case FieldType::compute_device:
+      return "the ComputeDevice enum";
   }
   return "?";
 }
@@ -244,6 +262,8 @@ std::string member_mismatch(hid_t member, FieldType type) {
       return enumeration(Split{});
     case FieldType::budget_kind:
       return enumeration(BudgetKind{});
+    case FieldType::compute_device:
+      return enumeration(ComputeDevice{});
   }
   return "has an unknown expected type";
 }
@@ -312,6 +332,17 @@ RecordPod to_pod(const CellRecord& r) {
       .output = r.output.c_str(),
       .prompt_digest = r.prompt_digest,
       .kept_digest = r.kept_digest,
+      .cell_prefill_ms = r.cell_prefill_ms,
+      .cell_capture_ms = r.cell_capture_ms,
+      .cell_extra_pass_ms = r.cell_extra_pass_ms,
+      .cell_select_ms = r.cell_select_ms,
+      .cell_evict_ms = r.cell_evict_ms,
+      .cell_feed_ms = r.cell_feed_ms,
+      .cell_decode_ms = r.cell_decode_ms,
+      .peak_kv_bytes = r.peak_kv_bytes,
+      .shared_costs = r.shared_costs,
+      .device = enum_stored_value(r.device),
+      .threads = r.threads,
       .record_digest = record_digest(r),
   };
 }
@@ -355,7 +386,31 @@ CellRecord from_pod(const RecordPod& p) {
   r.output = text_or_empty(p.output);
   r.prompt_digest = p.prompt_digest;
   r.kept_digest = p.kept_digest;
+  r.cell_prefill_ms = p.cell_prefill_ms;
+  r.cell_capture_ms = p.cell_capture_ms;
+  r.cell_extra_pass_ms = p.cell_extra_pass_ms;
+  r.cell_select_ms = p.cell_select_ms;
+  r.cell_evict_ms = p.cell_evict_ms;
+  r.cell_feed_ms = p.cell_feed_ms;
+  r.cell_decode_ms = p.cell_decode_ms;
+  r.peak_kv_bytes = p.peak_kv_bytes;
+  r.shared_costs = p.shared_costs;
+  r.device = stored_or_cast<ComputeDevice>(p.device);
+  r.threads = p.threads;
   return r;
+}
+
+RecordPod unread_record_pod() {
+  RecordPod pod{};
+  pod.cell_prefill_ms = kNotApplicable;
+  pod.cell_capture_ms = kNotApplicable;
+  pod.cell_extra_pass_ms = kNotApplicable;
+  pod.cell_select_ms = kNotApplicable;
+  pod.cell_evict_ms = kNotApplicable;
+  pod.cell_feed_ms = kNotApplicable;
+  pod.cell_decode_ms = kNotApplicable;
+  pod.device = enum_stored_value(ComputeDevice::unknown);
+  return pod;
 }
 
 std::string describe_schema_mismatch(hid_t file_type, std::int64_t version) {

@@ -60,8 +60,23 @@ struct RecordPod {
   const char* output;
   std::uint64_t prompt_digest;  // schema version 4 on (content_digests.h)
   std::uint64_t kept_digest;    // schema version 4 on
+  double cell_prefill_ms;       // schema version 5 on: the cell's costs (cell_record.h)
+  double cell_capture_ms;
+  double cell_extra_pass_ms;
+  double cell_select_ms;
+  double cell_evict_ms;
+  double cell_feed_ms;
+  double cell_decode_ms;
+  std::uint64_t peak_kv_bytes;
+  std::uint32_t shared_costs;
+  std::int8_t device;
+  std::int32_t threads;
   std::uint64_t record_digest;  // schema version 3 on (record_digest.h)
 };
+
+// The buffer a read starts from: members a file of an older schema lacks keep these values, which
+// from_pod turns into "unknown" (0, or NaN for the cost times; device unknown).
+RecordPod unread_record_pod();
 
 // What a member of the compound holds.
 enum class FieldType {
@@ -76,6 +91,7 @@ enum class FieldType {
   protocol,
   split,
   budget_kind,
+  compute_device,
 };
 
 struct FieldSpec {

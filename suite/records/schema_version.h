@@ -8,17 +8,21 @@
 //   4  auditability: the record members `prompt_digest` and `kept_digest` (content_digests.h),
 //      and the random method keyed without the attention backend (methods/random.h): a version-4
 //      random cell keeps the same positions under sdpa and eager, a version-3 one did not
+//   5  costs: the record members cell_prefill_ms, cell_capture_ms, cell_extra_pass_ms,
+//      cell_select_ms, cell_evict_ms, cell_feed_ms, cell_decode_ms (the cell's own or apportioned
+//      times), peak_kv_bytes, shared_costs (which times are shares), device and threads
 // This build writes kSchemaVersion and reads every version from kOldestReadableSchemaVersion on
 // (a version-1 shard's `backend` member is read as attention_backend; records of versions before 4
-// read with both digests 0 = unknown); anything else is refused with an error naming the file and
-// both versions.
+// read with both digests 0 = unknown, of versions before 5 with the cost times NaN, peak_kv_bytes,
+// shared_costs and threads 0 and device unknown); anything else is refused with an error naming the
+// file and both versions.
 #pragma once
 
 #include <cstdint>
 
 namespace kvaudit::records {
 
-inline constexpr std::int64_t kSchemaVersion = 4;
+inline constexpr std::int64_t kSchemaVersion = 5;
 inline constexpr std::int64_t kOldestReadableSchemaVersion = 1;
 
 }  // namespace kvaudit::records

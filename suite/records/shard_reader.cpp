@@ -73,7 +73,7 @@ void read_rows(hid_t dataset, hsize_t n_rows, std::int64_t version, const std::s
               h5::Blame::input, name, "selecting rows of /records");
     const h5::Dataspace memory_space = h5::adopt<h5::Kind::dataspace>(
         H5Screate_simple(1, count.data(), nullptr), h5::Blame::internal, name, "H5Screate_simple");
-    buffer.assign(static_cast<std::size_t>(count[0]), RecordPod{});
+    buffer.assign(static_cast<std::size_t>(count[0]), unread_record_pod());
     const VlenReclaimer reclaim(memory_type.get(), memory_space.get(), buffer);
     if (H5Dread(dataset, memory_type.get(), memory_space.get(), file_space.get(), H5P_DEFAULT,
                 buffer.data()) < 0) {
@@ -83,7 +83,7 @@ void read_rows(hid_t dataset, hsize_t n_rows, std::int64_t version, const std::s
       // the rows whose record digests still match (schema 3); older shards have no digests.
       bool reread = false;
       if (has_digest) {
-        buffer.assign(static_cast<std::size_t>(count[0]), RecordPod{});
+        buffer.assign(static_cast<std::size_t>(count[0]), unread_record_pod());
         const h5::PropertyList no_edc = h5::adopt<h5::Kind::property_list>(
             H5Pcreate(H5P_DATASET_XFER), h5::Blame::internal, name, "H5Pcreate");
         reread = H5Pset_edc_check(no_edc.get(), H5Z_DISABLE_EDC) >= 0 &&

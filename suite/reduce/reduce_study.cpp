@@ -10,6 +10,7 @@
 #include "suite/common/utc_time.h"
 #include "suite/reduce/analysis_context.h"
 #include "suite/reduce/cell_lookup.h"
+#include "suite/reduce/cost_figures.h"
 #include "suite/reduce/csv_writer.h"
 #include "suite/reduce/gnuplot_runner.h"
 #include "suite/reduce/latex_writer.h"
@@ -132,6 +133,10 @@ ReduceResult reduce_study(const ReduceOptions& options) {
   res.backend_confound = compute_backend_confound(ctx);
   watch.lap("backend confound: " + std::to_string(res.backend_confound.full_kv.rows.size()) +
             " paired comparisons");
+  res.costs = compute_costs(ctx);
+  watch.lap("costs: " + std::to_string(res.costs.rows.size()) + " rows, " +
+            std::to_string(res.costs.costed_cells) + " of " + std::to_string(res.costs.ok_cells) +
+            " scored cells with costs");
 
   // Tables in report order.
   auto append = [&](std::vector<Table> more) {
@@ -144,6 +149,7 @@ ReduceResult reduce_study(const ReduceOptions& options) {
   append(baseline_win_tables(ctx, res.baseline_wins));
   append(backend_confound_tables(ctx, res.backend_confound));
   append(accuracy_tables(ctx, res.accuracy));
+  append(cost_tables(ctx, res.costs));
 
   // Provenance.
   const BuildInfo& bi = build_info();
@@ -184,9 +190,10 @@ ReduceResult reduce_study(const ReduceOptions& options) {
           "gnuplot was not found: the figures' scripts and data are in "
           "figures/, the images are not (install gnuplot-nox or set "
           "KVAUDIT_GNUPLOT)");
-    res.figures = write_figures(
-        root / "figures", build_figures(ctx, res.accuracy, res.protocol_gap, res.certification),
-        gnuplot);
+    std::vector<Figure> figure_specs =
+        build_figures(ctx, res.accuracy, res.protocol_gap, res.certification);
+    for (Figure& f : build_cost_figures(ctx, res.costs)) figure_specs.push_back(std::move(f));
+    res.figures = write_figures(root / "figures", figure_specs, gnuplot);
     std::size_t rendered = 0;
     for (const auto& f : res.figures) {
       if (f.png && f.svg)
@@ -238,6 +245,8 @@ ReduceResult reduce_study(const ReduceOptions& options) {
                             {}});
   doc.sections.push_back(
       {"Accuracy", "", tables({"accuracy_by_budget", "accuracy"}), figures("accuracy_")});
+  doc.sections.push_back(
+      {"Cost", cost_section_intro(res.costs), tables({"cost"}), figures("cost_")});
   doc.sections.push_back(
       {"Exclusions and failures", "", tables({"exclusions", "failed_cells"}), {}});
   doc.sections.push_back(

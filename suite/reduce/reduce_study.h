@@ -1,8 +1,9 @@
 // `kvaudit reduce` as a library call: load and check the study (study_loader.h), match records to
 // cells (study_frame.h), coverage, exclusions, the five analyses (accuracy, protocol gap, baseline
-// wins, backend confound, certification), and the report: report.md, tables/*.csv,
-// tables/*.tex, summary.h5 and figures/ (gnuplot), written to a temporary directory and published
-// as <results>/report (or report-2, … when earlier reports exist; none is ever replaced).
+// wins, backend confound, certification), the costs (cost_analysis.h), and the report: report.md,
+// tables/*.csv, tables/*.tex, summary.h5 and figures/ (gnuplot), written to a temporary directory
+// and published as <results>/report (or report-2, … when earlier reports exist; none is ever
+// replaced).
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "suite/reduce/backend_confound.h"
 #include "suite/reduce/baseline_wins.h"
 #include "suite/reduce/certification_analysis.h"
+#include "suite/reduce/cost_analysis.h"
 #include "suite/reduce/coverage.h"
 #include "suite/reduce/exclusions.h"
 #include "suite/reduce/figure_files.h"
@@ -54,6 +56,7 @@ struct ReduceResult {
   BaselineWins baseline_wins;
   BackendConfound backend_confound;
   Certification certification;
+  CostAnalysis costs;
   std::vector<Table> tables;
   std::vector<RenderedFigure> figures;
   std::filesystem::path report_dir;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "methods/method_factory.h"
+#include "runners/unit/cost_shares.h"
 #include "runners/unit/unit_runner.h"
 #include "suite/benchmarks/metrics/task_scoring.h"
 #include "suite/manifest/method_configs.h"
@@ -34,6 +35,29 @@ std::int64_t now_ns() {
 std::uint32_t to_u32(std::size_t n) { return static_cast<std::uint32_t>(n); }
 
 // Marks every record not yet finished with `status` and `message`.
+double ms_or_unknown(double seconds) {
+  return std::isnan(seconds) ? records::kNotApplicable : seconds * 1e3;
+}
+
+static_assert(static_cast<std::uint32_t>(unit::kPrefillShare) == records::kSharedPrefill &&
+              static_cast<std::uint32_t>(unit::kCaptureShare) == records::kSharedCapture &&
+              static_cast<std::uint32_t>(unit::kExtraPassShare) == records::kSharedExtraPass &&
+              static_cast<std::uint32_t>(unit::kFeedShare) == records::kSharedFeed &&
+              static_cast<std::uint32_t>(unit::kDecodeShare) == records::kSharedDecode);
+
+// The schema-5 costs of a cell the fan-out ran (docs/RECORDS.md §Costs).
+void record_costs(const unit::CellResult& c, bool evicting, records::CellRecord& r) {
+  r.cell_prefill_ms = ms_or_unknown(c.prefill_seconds);
+  r.cell_capture_ms = ms_or_unknown(c.capture_seconds);
+  r.cell_extra_pass_ms = ms_or_unknown(c.extra_pass_seconds);
+  r.cell_select_ms = evicting ? c.select_seconds * 1e3 : records::kNotApplicable;
+  r.cell_evict_ms = c.evict_seconds * 1e3;
+  r.cell_feed_ms = ms_or_unknown(c.feed_seconds);
+  r.cell_decode_ms = ms_or_unknown(c.decode_seconds);
+  r.peak_kv_bytes = static_cast<std::uint64_t>(c.peak_kv_bytes);
+  r.shared_costs = c.shared_costs;
+}
+
 void fail_all(std::vector<records::CellRecord>& out, const std::vector<bool>& finished,
               records::CellStatus status, const std::string& message) {
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -228,9 +252,9 @@ struct UnitExecutor::Impl {
     };
     run_options.keep_selections = trace != nullptr;
     // The one fan-out, on the engine of the unit's device and attention backend.
-    const unit::UnitResult result =
-        unit::run_unit(m.engine(device_for(m), unit.attention_backend), m.weights(),
-                       instance.tokens, specs, run_options);
+    const Device device = device_for(m);
+    const unit::UnitResult result = unit::run_unit(
+        m.engine(device, unit.attention_backend), m.weights(), instance.tokens, specs, run_options);
 
     const double prefill_ms = result.timings.prefill_seconds * 1e3;
     const double decode_ms = (result.timings.feed_seconds + result.timings.decode_seconds) * 1e3;
@@ -241,6 +265,10 @@ struct UnitExecutor::Impl {
       records::CellRecord& r = out[spec_of[k]];
       finished[spec_of[k]] = true;
       r.prefill_ms = prefill_ms;
+      r.device =
+          device == Device::cuda ? records::ComputeDevice::cuda : records::ComputeDevice::cpu;
+      r.threads = result.threads;
+      record_costs(c, specs[k].method != nullptr, r);
       r.full_bytes = static_cast<std::uint64_t>(c.candidate_entries) * bytes_per_entry;
       r.kept_digest = c.kept_digest;
       if (trace != nullptr) {

@@ -28,13 +28,17 @@
 // the boundary's entries × 2 × head_dim × (2 bytes bf16 | 4 bytes f32); realised_retention =
 // kept_bytes / full_bytes; t_start_ns / t_end_ns = the unit's wall-clock span (system clock),
 // prefill_ms = the unit's shared prefill, decode_ms = its batched feed + decode (shared by the
-// cells of the unit; the fan-out does not time cells separately); score NaN unless `ok`.
-// Every non-timing field depends only on the manifest and the unit/cell (never on rank count,
-// order, which other cells run with it, or what the executor ran before).
-// A failure that concerns one cell (its method cannot be built, throws, or its score cannot be
-// computed) fails that cell; one that concerns the whole unit (model file unreadable, instance
-// generation error) fails all its cells with status `error` (`oom` for std::bad_alloc) and the
-// message; only programming errors (cells of another unit) propagate.
+// cells of the unit, whole); the schema-5 costs cell_*_ms = the cell's own or apportioned share
+// of each step (unit::CellResult, runners/unit/cost_shares.h; shared_costs flags the shares;
+// cell_select_ms NaN for full KV), peak_kv_bytes = the cell's cache after decoding, device and
+// threads = where the fan-out ran; score NaN unless `ok`.
+// Every non-timing field (timings: the two above, the cell_*_ms costs, shared_costs — which
+// cells shared a step depends on the cells run together — device and threads) depends only on the
+// manifest and the unit/cell (never on rank count, order, which other cells run with it, or what
+// the executor ran before). A failure that concerns one cell (its method cannot be built, throws,
+// or its score cannot be computed) fails that cell; one that concerns the whole unit (model file
+// unreadable, instance generation error) fails all its cells with status `error` (`oom` for
+// std::bad_alloc) and the message; only programming errors (cells of another unit) propagate.
 //
 // Thread safety: one executor per rank; execute() is not reentrant.
 #pragma once

@@ -140,6 +140,27 @@ TOML
   check "run --retry-failed with nothing failed" expect_rc 0 "$kv" run "$one/study.toml" --retry-failed
   check "reduce of the complete study" expect_rc 0 "$kv" reduce "$one/results" --no-figures
   check "reduce counts every cell" contains "$work/out.txt" "4 of 4 preregistered cells recorded"
+  # The records' costs (schema 5) and the report's cost section drawn from them.
+  check "records carry the cells' costs" "${py:-/usr/bin/python3}" - "$one"/results/shards/part-*.h5 <<'PY'
+import math, sys
+import h5py
+for path in sys.argv[1:]:
+    with h5py.File(path, "r") as f:
+        assert int(f.attrs["schema_version"]) == 5, path
+        rows = f["records"][...]
+        devices = {v: k for k, v in h5py.check_enum_dtype(rows.dtype["device"]).items()}
+        for row in rows:
+            full = row["method_id"] == b"full"
+            for step in ("prefill", "evict", "feed", "decode") + (() if full else ("select",)):
+                assert row["cell_%s_ms" % step] > 0, (step, row["cell_%s_ms" % step])
+            assert math.isnan(row["cell_select_ms"]) == full
+            assert math.isnan(row["cell_extra_pass_ms"]), row["cell_extra_pass_ms"]
+            assert row["peak_kv_bytes"] > row["kept_bytes"] > 0
+            assert row["shared_costs"] & 1, row["shared_costs"]  # the prefill, shared by 4 cells
+            assert devices[row["device"]] == "cpu" and row["threads"] > 0
+PY
+  check "report has the cost section" contains "$one/results/report/report.md" "## Cost"
+  check "report has the cost table" contains "$one/results/report/report.md" "tables/cost.csv"
   # A flipped bit in the published shard (in a record's model name): run, reduce and inspect
   # refuse it, naming the file; --salvage-corrupt keeps the records whose digests still match.
   shard=$(ls "$one"/results/shards/part-*.h5 | head -n 1)

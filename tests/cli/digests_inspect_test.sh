@@ -26,14 +26,14 @@ check "plan c" expect_rc 0 "$kv" plan "$work/c.toml"
 check "run c (snapkv window 8)" expect_rc 0 "$kv" run "$work/c.toml"
 
 # Every ok record has both digests; random and full-KV cells keep the same positions under both
-# backends; the schema version is 4.
+# backends; the schema version is 5.
 check "records: digests present, random identical across backends" "$py" - "$work/a/shards" <<'PY'
 import glob, sys
 import h5py
 rows = []
 for path in sorted(glob.glob(sys.argv[1] + "/part-*.h5")):
     with h5py.File(path, "r") as f:
-        assert int(f.attrs["schema_version"]) == 4, path
+        assert int(f.attrs["schema_version"]) == 5, path
         rows += list(f["records"][()])
 status_ok = 0
 ok = [r for r in rows if r["status"] == status_ok]

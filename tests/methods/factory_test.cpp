@@ -84,6 +84,8 @@ const std::map<std::string, std::string> kSampleFiles = {
     {"expected_attention_stats.statistics",
      "tests/golden/artefacts/ea_stats_llama_f32/model.safetensors"},
     {"duo_attention.pattern", "tests/golden/artefacts/duo_pattern_llama_f32.tsv"},
+    {"fastkvzip.gates", "tests/golden/artefacts/fastkvzip_gates_f32.safetensors"},
+    {"lukv.curve", "tests/golden/kvpress/artefacts/lukv_curve_llama.npy"},
     // sample files: insert "id.param" entries before this line
 };
 

@@ -80,6 +80,20 @@ inline CellRecord formula_record(std::uint64_t g, int rank, int attempt) {
   }
   r.prompt_digest = (g * 0x9E3779B97F4A7C15ULL) ^ 0xFFFFFFFF00000000ULL;
   r.kept_digest = g % 5 == 0 ? 0 : 0xFFFFFFFFFFFFFFFFULL - g * 7;
+  // Schema version 5: the costs (NaN where the cell never reached the step).
+  r.cell_prefill_ms = static_cast<double>(g) * 0.125;
+  if (g % 4 != 3) r.cell_capture_ms = static_cast<double>(g % 9) / 8.0;
+  if (g % 6 == 5) r.cell_extra_pass_ms = static_cast<double>(g) * 2.0;
+  r.cell_select_ms = static_cast<double>(g % 33) / 32.0;
+  r.cell_evict_ms = static_cast<double>(g % 65) / 64.0;
+  if (r.status == CellStatus::ok) {
+    r.cell_feed_ms = static_cast<double>(g) * 0.5;
+    r.cell_decode_ms = static_cast<double>(g) / 5.0;
+  }
+  r.peak_kv_bytes = g % 5 == 4 ? 0 : (std::uint64_t{1} << 41) + g * 65536;
+  r.shared_costs = static_cast<std::uint32_t>(g % 32);
+  r.device = static_cast<ComputeDevice>(g % 3);
+  r.threads = static_cast<std::int32_t>(g % 17);
   return r;
 }
 

@@ -24,8 +24,9 @@ BACKEND = {"sdpa": 0, "eager": 1}
 PROTOCOL = {"query-aware": 0, "query-agnostic": 1}
 SPLIT = {"none": 0, "calibration": 1, "test": 2}
 BUDGET_KIND = {"none": 0, "compression": 1, "retention": 2, "threshold": 3}
+DEVICE = {"unknown": 0, "cpu": 1, "cuda": 2}
 ENUMS = {"status": STATUS, "attention_backend": BACKEND, "protocol": PROTOCOL, "split": SPLIT,
-         "budget_kind": BUDGET_KIND}
+         "budget_kind": BUDGET_KIND, "device": DEVICE}
 
 # (member, kind) in file order; kind: u32/u64/i32/i64/f64/str/enum
 FIELDS = [
@@ -40,6 +41,10 @@ FIELDS = [
     ("full_bytes", "u64"), ("realised_retention", "f64"), ("score", "f64"),
     ("t_start_ns", "i64"), ("t_end_ns", "i64"), ("prefill_ms", "f64"), ("decode_ms", "f64"),
     ("error", "str"), ("output", "str"), ("prompt_digest", "u64"), ("kept_digest", "u64"),
+    ("cell_prefill_ms", "f64"), ("cell_capture_ms", "f64"), ("cell_extra_pass_ms", "f64"),
+    ("cell_select_ms", "f64"), ("cell_evict_ms", "f64"), ("cell_feed_ms", "f64"),
+    ("cell_decode_ms", "f64"), ("peak_kv_bytes", "u64"), ("shared_costs", "u32"),
+    ("device", "enum"), ("threads", "i32"),
     ("record_digest", "u64"),
 ]
 SIZES = {"u32": 4, "u64": 8, "i32": 4, "i64": 8, "f64": 8, "enum": 1}
@@ -135,6 +140,17 @@ def formula_record(g, rank, attempt):
         "output": output,
         "prompt_digest": ((g * 0x9E3779B97F4A7C15) & MASK64) ^ 0xFFFFFFFF00000000,
         "kept_digest": 0 if g % 5 == 0 else MASK64 - g * 7,
+        "cell_prefill_ms": float(g) * 0.125,
+        "cell_capture_ms": float(g % 9) / 8.0 if g % 4 != 3 else NAN,
+        "cell_extra_pass_ms": float(g) * 2.0 if g % 6 == 5 else NAN,
+        "cell_select_ms": float(g % 33) / 32.0,
+        "cell_evict_ms": float(g % 65) / 64.0,
+        "cell_feed_ms": float(g) * 0.5 if status == 0 else NAN,
+        "cell_decode_ms": float(g) / 5.0 if status == 0 else NAN,
+        "peak_kv_bytes": 0 if g % 5 == 4 else (1 << 41) + g * 65536,
+        "shared_costs": g % 32,
+        "device": g % 3,
+        "threads": g % 17,
     }
 
 

@@ -38,7 +38,10 @@ TEST(RecordRoundTrip, EveryFieldOfThreeHundredFormulaRecordsSurvives) {
   for (std::uint64_t g = 0; g < 300; ++g) in.push_back(formula_record(g, 3, 2));
   const auto out = write_and_read_back(dir, in);
   ASSERT_EQ(out.size(), in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) expect_same_record(out[i], in[i]);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    expect_same_record(out[i], in[i]);
+    testing::expect_same_costs(out[i], in[i]);
+  }
 }
 
 TEST(RecordRoundTrip, MultibyteEmptyAndLongStringsSurvive) {

@@ -136,6 +136,24 @@ inline void expect_same_record(const CellRecord& got, const CellRecord& want) {
 #undef KV_EXPECT_DOUBLE
 }
 
+// The schema-5 cost members (expect_same_record leaves them out: older shards lack them).
+inline void expect_same_costs(const CellRecord& got, const CellRecord& want) {
+  const auto same_double = [](double a, double b) {
+    return (std::isnan(a) && std::isnan(b)) || a == b;
+  };
+  EXPECT_TRUE(same_double(got.cell_prefill_ms, want.cell_prefill_ms)) << got.cell_id;
+  EXPECT_TRUE(same_double(got.cell_capture_ms, want.cell_capture_ms)) << got.cell_id;
+  EXPECT_TRUE(same_double(got.cell_extra_pass_ms, want.cell_extra_pass_ms)) << got.cell_id;
+  EXPECT_TRUE(same_double(got.cell_select_ms, want.cell_select_ms)) << got.cell_id;
+  EXPECT_TRUE(same_double(got.cell_evict_ms, want.cell_evict_ms)) << got.cell_id;
+  EXPECT_TRUE(same_double(got.cell_feed_ms, want.cell_feed_ms)) << got.cell_id;
+  EXPECT_TRUE(same_double(got.cell_decode_ms, want.cell_decode_ms)) << got.cell_id;
+  EXPECT_EQ(got.peak_kv_bytes, want.peak_kv_bytes);
+  EXPECT_EQ(got.shared_costs, want.shared_costs);
+  EXPECT_EQ(got.device, want.device);
+  EXPECT_EQ(got.threads, want.threads);
+}
+
 inline std::string file_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

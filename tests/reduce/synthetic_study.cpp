@@ -341,6 +341,7 @@ SyntheticStudy write_synthetic_study(const std::filesystem::path& dir, const Syn
       r.t_end_ns = r.t_start_ns + 500;
       r.prefill_ms = 10;
       r.decode_ms = 5;
+      if (cfg.costs) synthetic_cell_costs(r, c.method, retention);
       if (excluded) {
         r.status = records::CellStatus::excluded;
         r.error = "tokenizer check: the prompt is 1100 tokens, more than the 1024-token budget";
@@ -363,6 +364,21 @@ SyntheticStudy write_synthetic_study(const std::filesystem::path& dir, const Syn
   }
   for (auto& w : writers) w->close_and_publish();
   return out;
+}
+
+void synthetic_cell_costs(records::CellRecord& r, std::int16_t method, double retention) {
+  const bool full = method < 0;
+  r.cell_prefill_ms = 2;
+  r.cell_capture_ms = full ? records::kNotApplicable : 0.5;
+  r.cell_select_ms = full ? records::kNotApplicable : 0.1 * (method + 1);
+  r.cell_evict_ms = 0.2;
+  r.cell_feed_ms = 1;
+  r.cell_decode_ms = 1 + 5 * retention;
+  r.peak_kv_bytes = r.kept_bytes + 4096;
+  r.shared_costs = records::kSharedPrefill | records::kSharedFeed | records::kSharedDecode |
+                   (full ? 0u : static_cast<std::uint32_t>(records::kSharedCapture));
+  r.device = records::ComputeDevice::cpu;
+  r.threads = 4;
 }
 
 }  // namespace kvaudit::reduce::testing

@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "suite/records/cell_record.h"
+
 namespace kvaudit::reduce::testing {
 
 struct PlantedMethod {
@@ -76,7 +78,15 @@ struct SyntheticConfig {
   double oom_fraction = 0;
   std::string drop_method;  // "" = none: drop the records of this method ...
   std::string drop_model;   // ... on this model (all its cells)
+  // Schema-5 costs in the records (synthetic_cell_costs); off: every cost unknown, as in records
+  // of older shards.
+  bool costs = false;
 };
+
+// The synthetic costs of a record (cfg.costs): prefill 2 ms, capture 0.5 ms (evicting cells),
+// selection 0.1·(method + 1) ms, eviction 0.2 ms, feed 1 ms, decode 1 + 5·retention ms;
+// peak_kv_bytes = kept_bytes + 4096; shares: prefill, feed, decode (+ capture); cpu, 4 threads.
+void synthetic_cell_costs(records::CellRecord& r, std::int16_t method, double retention);
 
 // The five methods of the small study.
 std::vector<PlantedMethod> default_methods();

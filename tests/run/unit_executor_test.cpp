@@ -125,7 +125,8 @@ UnitExecutorOptions options_for(std::int32_t rank, std::int32_t attempt,
 
 bool same_double(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
 
-// Every field except the timings (t_start_ns, t_end_ns, prefill_ms, decode_ms).
+// Every field except the timings (t_start_ns, t_end_ns, prefill_ms, decode_ms, the cell_*_ms
+// costs and shared_costs, which depend on the cells run together) and threads.
 void expect_same_non_timing(const CellRecord& a, const CellRecord& b) {
   EXPECT_EQ(a.cell_id, b.cell_id);
   EXPECT_EQ(a.unit_id, b.unit_id);
@@ -160,6 +161,8 @@ void expect_same_non_timing(const CellRecord& a, const CellRecord& b) {
   EXPECT_EQ(a.output, b.output);
   EXPECT_EQ(a.prompt_digest, b.prompt_digest);
   EXPECT_EQ(a.kept_digest, b.kept_digest);
+  EXPECT_EQ(a.peak_kv_bytes, b.peak_kv_bytes);
+  EXPECT_EQ(a.device, b.device);
 }
 
 // The full-KV cells of niah_single_1 at 512 tokens: SmolLM2-135M retrieves the needle.
@@ -324,6 +327,19 @@ TEST_F(SmolLM2StudyTest, EveryCellRecordIsFilledAndFullKvAnswersAreRight) {
       EXPECT_GE(r.t_end_ns, r.t_start_ns);
       EXPECT_GT(r.prefill_ms, 0.0);
       EXPECT_GT(r.decode_ms, 0.0);
+      // Schema-5 costs: the cell's own or apportioned share of each step it has.
+      EXPECT_GT(r.cell_prefill_ms, 0.0);
+      EXPECT_LE(r.cell_prefill_ms, r.prefill_ms * (1 + 1e-12));  // a share of the unit's prefill
+      EXPECT_GT(r.cell_evict_ms, 0.0);
+      EXPECT_GT(r.cell_feed_ms, 0.0);
+      EXPECT_GT(r.cell_decode_ms, 0.0);
+      EXPECT_LE(r.cell_feed_ms + r.cell_decode_ms, r.decode_ms * (1 + 1e-12));
+      EXPECT_EQ(std::isnan(r.cell_select_ms), r.method == "full");
+      EXPECT_TRUE(std::isnan(r.cell_extra_pass_ms));
+      EXPECT_NE(r.shared_costs & records::kSharedPrefill, 0u);
+      EXPECT_GT(r.peak_kv_bytes, r.kept_bytes);
+      EXPECT_EQ(r.device, records::ComputeDevice::cpu);
+      EXPECT_GT(r.threads, 0);
       std::cout << "  " << records::enum_name(r.attention_backend) << " "
                 << records::enum_name(r.protocol) << " " << r.method << ": score " << r.score
                 << ", kept " << r.realised_retention << ", " << r.n_generated_tokens

@@ -243,9 +243,19 @@ def records_by_cell(study_dir):
 
 
 def stable_lines(path):
+    """The lines of report.md that must not change between launches, and the line count without
+    the Cost section (its per-cell times are measured anew by every launch)."""
     with open(path, "rb") as f:
         lines = f.read().decode("utf-8").splitlines()
-    return [ln for ln in lines if not VOLATILE_LINE.search(ln)], len(lines)
+    kept, cost_lines, in_cost = [], 0, False
+    for ln in lines:
+        if ln.startswith("## "):
+            in_cost = ln == "## Cost"
+        if in_cost:
+            cost_lines += 1
+        elif not VOLATILE_LINE.search(ln):
+            kept.append(ln)
+    return kept, len(lines) - cost_lines
 
 
 def compare_reports(a, b, label):
@@ -258,6 +268,8 @@ def compare_reports(a, b, label):
     for rel in files_a:
         if rel.endswith(".h5") or rel not in files_b:
             continue  # summary.h5 embeds creation metadata; its tables are the CSVs
+        if os.path.basename(rel).startswith("cost"):
+            continue  # the cost table and figures: times measured anew by every launch
         pa, pb = os.path.join(a, rel), os.path.join(b, rel)
         if rel.endswith(".csv") or (rel.endswith(".tex") and "tables" in rel):
             same = open(pa, "rb").read() == open(pb, "rb").read()
@@ -325,7 +337,9 @@ def main():
     recs = {n: records_by_cell(dirs[f"np{n}"]) for n in (1, 2, 3)}
     # Who and when computed a record (and its digest, which covers them) differ between launches.
     skip_fields = {"rank", "attempt", "t_start_ns", "t_end_ns", "prefill_ms", "decode_ms",
-                   "record_digest"}
+                   "record_digest", "cell_prefill_ms", "cell_capture_ms", "cell_extra_pass_ms",
+                   "cell_select_ms", "cell_evict_ms", "cell_feed_ms", "cell_decode_ms", "shared_costs",
+                   "threads"}
     for n in (2, 3):
         same = set(recs[1]) == set(recs[n])
         diffs = []

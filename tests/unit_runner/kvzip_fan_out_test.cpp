@@ -2,8 +2,9 @@
 // (both variants, global and layer-wise budgets, a chunked reconstruction, two compressions, both
 // protocols, beside full-KV and other cells) give the same kept sets, digests and greedy outputs
 // through the fan-out as through the naive route, on the tiny Llama (f32 eager, bf16 sdpa);
-// cells that share a pass (same boundary and pass key) run it once, and its time is part of their
-// selection time; the pass leaves the prefilled cache alone (full-KV cells equal the naive ones);
+// cells that share a pass (same boundary and pass key) run it once, and its time is shared among
+// them (CellResult::extra_pass_seconds, cell_costs_test.cpp); the pass leaves the prefilled cache
+// alone (full-KV cells equal the naive ones);
 // an engine without the pass (the CUDA engine) fails exactly the cells that need it, with its
 // reason.
 #include <gtest/gtest.h>

@@ -43,6 +43,11 @@ CudaPrefillCapture::CudaPrefillCapture(const model::ModelConfig& config,
           "the all-queries capture (every query row and the pre-RoPE keys, read by "
           "non_causal_attention, leverage, compactor and cap) is not available on the GPU; run "
           "these methods with --device cpu");
+  // The input_layernorm output of every position (LayerCapture::attention_input, FastKVzip's
+  // gates) is not downloaded either.
+  require(!options_.attention_input,
+          "the attention-input capture (every position's input_layernorm output, read by "
+          "fastkvzip) is not available on the GPU; run this method with --device cpu");
   kv_rows_ = options_.boundaries.back();
   rope_inv_freq_ = model::rope_inv_freq(config_.rope, config_.head_dim);
 }

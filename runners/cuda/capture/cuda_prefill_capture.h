@@ -8,6 +8,7 @@
 //   query moments   Σ q [H, d] and Σ q qᵀ [H, d, d] of the pre-RoPE rows [r0, b), fp64
 //   all queries     not captured: CaptureOptions::all_queries is refused by the constructor (the
 //                   methods that read every query row run on the CPU engine)
+//   attention input not captured: CaptureOptions::attention_input is refused likewise (fastkvzip)
 //   keys / values   f32 copies of positions 0..max(b)−1 of every KV head, on the device and on the
 //                   host (downloaded during on_layer: the cache may be evicted afterwards)
 // Everything captured stays on the device (device_layer(): DeviceLayerCapture for the GPU scorers)

@@ -229,6 +229,15 @@ TEST(CudaCapture, RejectsBadOptionsAndViews) {
   all_queries.boundaries = {5};
   all_queries.all_queries = true;
   EXPECT_THROW(CudaPrefillCapture(config, all_queries), std::invalid_argument);
+  unit::CaptureOptions attention_input;  // every position's input_layernorm output: CPU only
+  attention_input.boundaries = {5};
+  attention_input.attention_input = true;
+  try {
+    CudaPrefillCapture refused(config, attention_input);
+    ADD_FAILURE() << "the attention-input capture was accepted on the GPU";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("--device cpu"), std::string::npos) << e.what();
+  }
 
   unit::CaptureOptions options;
   options.boundaries = {10};
