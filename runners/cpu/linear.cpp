@@ -6,6 +6,15 @@
 // and OpenBLAS's pthreads) spin-waiting against each other made decoding several times slower.
 // Every output element is still one sgemm dot product over the full input dimension, so results do
 // not depend on the number of threads.
+//
+// Row invariance: OpenBLAS 0.3.21 (x86_64, SMALL_MATRIX_OPT) sends small products (M·N·K up to
+// about 10⁶, shape-dependent) to its small-matrix kernels, which order the sums differently from
+// the blocked kernel: row 0's outputs for M = 1 differ in the last bits from the same row computed
+// among M = 4 or 16 rows (measured for SmolLM2's 576×576 and 1536→576 projections). A sequence
+// decoded alone (run_unit_naive, kvpress's batch size 1) and decoded in a batch of cells (the
+// fan-out) then diverge at greedy near-ties. So a call whose product could be small is padded with
+// zero rows until M·N·K exceeds kSmallProduct: every row then goes through the blocked kernel,
+// whose result for a row does not depend on M (tests/cpu_runtime/linear_row_invariance_test.cpp).
 #include "runners/cpu/linear.h"
 
 #include <cblas.h>
@@ -13,6 +22,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "runners/cpu/shape_check.h"
 
@@ -26,6 +36,17 @@ namespace {
 constexpr double kParallelWork = 1 << 18;
 // Slices are multiples of this many output features (whole sgemm register tiles).
 constexpr int kSliceAlign = 64;
+// Above this M·N·K OpenBLAS never takes its small-matrix path (its permit functions' bound); calls
+// at or below it are padded with zero rows just past it. Larger calls (lm_head, prefills) run as
+// they are: the blocked kernel's rows do not depend on M.
+constexpr double kSmallProduct = 1e6;
+
+// Rows to compute for `rows` real ones against a slice of `count` outputs (row invariance above).
+int padded_rows(int rows, int count, int in_features) {
+  const double per_row = static_cast<double>(count) * static_cast<double>(in_features);
+  if (static_cast<double>(rows) * per_row > kSmallProduct) return rows;
+  return std::max(rows, static_cast<int>(kSmallProduct / per_row) + 1);
+}
 
 void finish_rows(float* y, std::size_t rows, std::size_t stride, std::size_t first,
                  std::size_t count, std::span<const float> bias, Rounding rounding) {
@@ -67,9 +88,25 @@ void linear(std::span<const float> x, int rows, int in_features, std::span<const
     const int count = std::min(slice, out_features - first);
     if (count <= 0) continue;
     // Row-major C[rows, count] = A[rows, in] · B[count, in]ᵀ, written into y's columns.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, count, in_features, 1.0f, x.data(),
-                in_features, weight.data() + static_cast<std::size_t>(first) * in, in_features,
-                0.0f, y.data() + first, out_features);
+    const float* w = weight.data() + static_cast<std::size_t>(first) * in;
+    const int padded = padded_rows(rows, count, in_features);
+    if (padded == rows) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, count, in_features, 1.0f, x.data(),
+                  in_features, w, in_features, 0.0f, y.data() + first, out_features);
+    } else {
+      const std::size_t p = static_cast<std::size_t>(padded);
+      // Per-thread scratch, reused across calls (decoding calls this for every projection).
+      thread_local std::vector<float> xp, yp;
+      xp.assign(p * in, 0.0f);
+      yp.resize(p * static_cast<std::size_t>(count));
+      std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(r * in), xp.begin());
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, padded, count, in_features, 1.0f,
+                  xp.data(), in_features, w, in_features, 0.0f, yp.data(), count);
+      for (std::size_t row = 0; row < r; ++row) {
+        std::copy_n(yp.data() + row * static_cast<std::size_t>(count), count,
+                    y.data() + row * out + static_cast<std::size_t>(first));
+      }
+    }
     finish_rows(y.data(), r, out, static_cast<std::size_t>(first), static_cast<std::size_t>(count),
                 bias, rounding);
   }

@@ -16,7 +16,8 @@ namespace kvaudit::cpu {
 void use_single_threaded_openblas();
 
 // bias is [out] or empty. Splits the output features over the OpenMP threads (one thread when
-// called inside a parallel region); results do not depend on the thread count.
+// called inside a parallel region); results do not depend on the thread count, nor a row's on how
+// many rows are computed with it (small products are padded: linear.cpp §Row invariance).
 void linear(std::span<const float> x, int rows, int in_features, std::span<const float> weight,
             int out_features, std::span<const float> bias, Rounding rounding, std::span<float> y);
 

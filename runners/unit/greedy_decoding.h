@@ -35,7 +35,8 @@ GreedyOutput generate_greedy(InferenceEngine& engine, SequenceCache& cache,
 
 // Batched greedy: sequence i starts from last_logits.row(i) (last_logits is [batch, vocab]); all
 // unfinished sequences decode together (one decode_step per token), each stops on its own.
-// Output i is identical to generate_greedy on sequence i alone (up to GEMM row-batching rounding).
+// Output i is identical to generate_greedy on sequence i alone on the CPU engine (its GEMMs are
+// row-invariant: runners/cpu/linear.cpp); the CUDA engine has not been checked for it.
 // Throws std::invalid_argument for max_new_tokens < 0 or logits of another shape.
 std::vector<GreedyOutput> generate_greedy_batch(InferenceEngine& engine,
                                                 std::span<SequenceCache* const> caches,
