@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "base/errors.h"
-#include "statistics/parallel_for.h"
 #include "statistics/rng.h"
 
 namespace kvaudit::stats {
@@ -467,19 +466,10 @@ void BootstrapPlan::replicate_range(std::uint64_t seed, std::uint32_t begin, std
 
 void BootstrapPlan::replicates(std::uint64_t seed, std::int64_t begin, std::int64_t end,
                                int threads, std::vector<std::vector<double>>& out) const {
-  if (begin < 0 || end < begin || static_cast<std::uint64_t>(end) > kMaxReplicates) {
-    throw InternalError("BootstrapPlan::replicates: bad replicate range [" + std::to_string(begin) +
-                        ", " + std::to_string(end) + ")");
-  }
-  if (threads < 1) throw InternalError("BootstrapPlan::replicates: threads must be >= 1");
-  const auto b0 = static_cast<std::uint32_t>(begin);
-  const auto length = static_cast<std::uint32_t>(end - begin);
-  out.assign(comparisons_.size(), std::vector<double>(length));
-  // Contiguous b ranges; each replicate is computed entirely by one thread.
-  for_each_contiguous(length, threads, [&](std::size_t lo, std::size_t hi) {
-    replicate_range(seed, b0 + static_cast<std::uint32_t>(lo), b0 + static_cast<std::uint32_t>(hi),
-                    b0, out);
-  });
+  run_replicate_ranges("BootstrapPlan::replicates", begin, end, threads, comparisons_.size(), out,
+                       [&](std::uint32_t lo, std::uint32_t hi, std::uint32_t b0) {
+                         replicate_range(seed, lo, hi, b0, out);
+                       });
 }
 
 std::vector<double> BootstrapPlan::jackknife(std::size_t c) const {
@@ -622,6 +612,23 @@ void finish_bootstrap_result(BootstrapResult& result, std::vector<double> replic
   }
   if (options.keep_replicates) result.replicates = std::move(replicates);
   if (options.keep_sorted_replicates) result.sorted_replicates = std::move(sorted);
+}
+
+void run_replicate_ranges(
+    const char* plan, std::int64_t begin, std::int64_t end, int threads, std::size_t comparisons,
+    std::vector<std::vector<double>>& out,
+    const std::function<void(std::uint32_t, std::uint32_t, std::uint32_t)>& range) {
+  if (begin < 0 || end < begin || static_cast<std::uint64_t>(end) > kMaxReplicates) {
+    throw InternalError(std::string(plan) + ": bad replicate range [" + std::to_string(begin) +
+                        ", " + std::to_string(end) + ")");
+  }
+  if (threads < 1) throw InternalError(std::string(plan) + ": threads must be >= 1");
+  const auto b0 = static_cast<std::uint32_t>(begin);
+  const auto length = static_cast<std::uint32_t>(end - begin);
+  out.assign(comparisons, std::vector<double>(length));
+  for_each_contiguous(length, threads, [&](std::size_t lo, std::size_t hi) {
+    range(b0 + static_cast<std::uint32_t>(lo), b0 + static_cast<std::uint32_t>(hi), b0);
+  });
 }
 
 }  // namespace kvaudit::stats

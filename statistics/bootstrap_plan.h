@@ -19,6 +19,7 @@
 //   scalar loop (floating-point addition is not associative, so the order is kept).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "statistics/paired_bootstrap.h"
+#include "statistics/parallel_for.h"
 
 namespace kvaudit::stats {
 
@@ -122,5 +124,38 @@ void finish_bootstrap_result(BootstrapResult& result, std::vector<double> replic
 
 // The count #{Δ* ≤ 0} of a replicate vector.
 std::int64_t count_at_or_below_zero(const std::vector<double>& replicates);
+
+// Checks a replicate range [begin, end) (0 ≤ begin ≤ end ≤ 2³²−1) and threads ≥ 1 for
+// `plan` (named in the InternalError), sizes out to `comparisons` vectors of end − begin values and
+// runs range(b0 + lo, b0 + hi, b0) over contiguous ranges, one per thread (each replicate
+// computed entirely by one thread). Shared by BootstrapPlan and ClusterBootstrapPlan.
+void run_replicate_ranges(
+    const char* plan, std::int64_t begin, std::int64_t end, int threads, std::size_t comparisons,
+    std::vector<std::vector<double>>& out,
+    const std::function<void(std::uint32_t, std::uint32_t, std::uint32_t)>& range);
+
+// The batch driver of every bootstrap over a Plan (BootstrapPlan, ClusterBootstrapPlan): plans of
+// options.comparisons_per_pass comparisons, their replicates on `threads` threads, then the
+// summaries spread over the threads (hash, sort, quantiles are independent per comparison).
+// The comparisons and options must already be validated.
+template <typename Plan, typename Comparison>
+std::vector<BootstrapResult> bootstrap_batch(const std::vector<Comparison>& comparisons,
+                                             const BootstrapOptions& options, int threads) {
+  std::vector<BootstrapResult> results;
+  results.reserve(comparisons.size());
+  std::vector<std::vector<double>> replicates;
+  for (std::size_t first = 0; first < comparisons.size(); first += options.comparisons_per_pass) {
+    const std::size_t count = std::min(options.comparisons_per_pass, comparisons.size() - first);
+    const Plan plan(comparisons, first, count, options.aggregate);
+    plan.replicates(options.seed, 0, options.resamples, threads, replicates);
+    std::vector<BootstrapResult> pass(count);
+    for_each_parallel(count, threads, [&](std::size_t c) {
+      const std::int64_t at_or_below_zero = count_at_or_below_zero(replicates[c]);
+      pass[c] = plan.summarize(c, std::move(replicates[c]), at_or_below_zero, options);
+    });
+    for (BootstrapResult& result : pass) results.push_back(std::move(result));
+  }
+  return results;
+}
 
 }  // namespace kvaudit::stats

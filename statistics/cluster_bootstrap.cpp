@@ -11,13 +11,11 @@
 
 #include "base/errors.h"
 #include "statistics/bootstrap_plan.h"
-#include "statistics/parallel_for.h"
 #include "statistics/rng.h"
 
 namespace kvaudit::stats {
 namespace {
 
-constexpr std::uint64_t kMaxReplicates = 0xffffffffull;  // b is a 32-bit counter word
 constexpr std::size_t kMaxStratumSize = 0xffffffffull;   // indices are 32-bit
 
 std::string in_quotes(const std::string& name) { return "'" + name + "'"; }
@@ -322,19 +320,10 @@ void ClusterBootstrapPlan::replicate_range(std::uint64_t seed, std::uint32_t beg
 
 void ClusterBootstrapPlan::replicates(std::uint64_t seed, std::int64_t begin, std::int64_t end,
                                       int threads, std::vector<std::vector<double>>& out) const {
-  if (begin < 0 || end < begin || static_cast<std::uint64_t>(end) > kMaxReplicates) {
-    throw InternalError("ClusterBootstrapPlan::replicates: bad replicate range [" +
-                        std::to_string(begin) + ", " + std::to_string(end) + ")");
-  }
-  if (threads < 1) throw InternalError("ClusterBootstrapPlan::replicates: threads must be >= 1");
-  const auto b0 = static_cast<std::uint32_t>(begin);
-  const auto length = static_cast<std::uint32_t>(end - begin);
-  out.assign(comparisons_.size(), std::vector<double>(length));
-  // Contiguous b ranges; each replicate is computed entirely by one thread.
-  for_each_contiguous(length, threads, [&](std::size_t lo, std::size_t hi) {
-    replicate_range(seed, b0 + static_cast<std::uint32_t>(lo), b0 + static_cast<std::uint32_t>(hi),
-                    b0, out);
-  });
+  run_replicate_ranges("ClusterBootstrapPlan::replicates", begin, end, threads, comparisons_.size(),
+                       out, [&](std::uint32_t lo, std::uint32_t hi, std::uint32_t b0) {
+                         replicate_range(seed, lo, hi, b0, out);
+                       });
 }
 
 std::vector<double> ClusterBootstrapPlan::jackknife(std::size_t c) const {
@@ -417,22 +406,7 @@ std::vector<BootstrapResult> cluster_paired_bootstrap_batch(
     const std::vector<ClusteredPairedComparison>& comparisons, const BootstrapOptions& options) {
   validate_bootstrap_options(options);
   validate_clustered_comparisons(comparisons, 0, comparisons.size());
-  const int threads = resolve_threads(options);
-  std::vector<BootstrapResult> results;
-  results.reserve(comparisons.size());
-  std::vector<std::vector<double>> replicates;
-  for (std::size_t first = 0; first < comparisons.size(); first += options.comparisons_per_pass) {
-    const std::size_t count = std::min(options.comparisons_per_pass, comparisons.size() - first);
-    const ClusterBootstrapPlan plan(comparisons, first, count, options.aggregate);
-    plan.replicates(options.seed, 0, options.resamples, threads, replicates);
-    std::vector<BootstrapResult> pass(count);
-    for_each_parallel(count, threads, [&](std::size_t c) {
-      const std::int64_t at_or_below_zero = count_at_or_below_zero(replicates[c]);
-      pass[c] = plan.summarize(c, std::move(replicates[c]), at_or_below_zero, options);
-    });
-    for (BootstrapResult& result : pass) results.push_back(std::move(result));
-  }
-  return results;
+  return bootstrap_batch<ClusterBootstrapPlan>(comparisons, options, resolve_threads(options));
 }
 
 }  // namespace kvaudit::stats

@@ -10,7 +10,6 @@
 
 #include "base/errors.h"
 #include "statistics/bootstrap_plan.h"
-#include "statistics/parallel_for.h"
 
 namespace kvaudit::stats {
 
@@ -29,23 +28,7 @@ std::vector<BootstrapResult> paired_bootstrap_batch(
     const std::vector<PairedComparison>& comparisons, const BootstrapOptions& options) {
   validate_bootstrap_options(options);
   validate_paired_comparisons(comparisons, 0, comparisons.size());
-  const int threads = resolve_threads(options);
-  std::vector<BootstrapResult> results;
-  results.reserve(comparisons.size());
-  std::vector<std::vector<double>> replicates;
-  for (std::size_t first = 0; first < comparisons.size(); first += options.comparisons_per_pass) {
-    const std::size_t count = std::min(options.comparisons_per_pass, comparisons.size() - first);
-    const BootstrapPlan plan(comparisons, first, count, options.aggregate);
-    plan.replicates(options.seed, 0, options.resamples, threads, replicates);
-    // Summaries (hash, sort, quantiles) are independent per comparison: spread over the threads.
-    std::vector<BootstrapResult> pass(count);
-    for_each_parallel(count, threads, [&](std::size_t c) {
-      const std::int64_t at_or_below_zero = count_at_or_below_zero(replicates[c]);
-      pass[c] = plan.summarize(c, std::move(replicates[c]), at_or_below_zero, options);
-    });
-    for (BootstrapResult& result : pass) results.push_back(std::move(result));
-  }
-  return results;
+  return bootstrap_batch<BootstrapPlan>(comparisons, options, resolve_threads(options));
 }
 
 double quantile_type7(const std::vector<double>& sorted, double q) {
