@@ -16,7 +16,7 @@
 namespace kvaudit::stats {
 namespace {
 
-constexpr std::size_t kMaxStratumSize = 0xffffffffull;   // indices are 32-bit
+constexpr std::size_t kMaxStratumSize = 0xffffffffull;  // indices are 32-bit
 
 std::string in_quotes(const std::string& name) { return "'" + name + "'"; }
 
