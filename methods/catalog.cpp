@@ -905,6 +905,25 @@ std::vector<MethodSpec> build_catalog() {
                                   "positions added per step")},
                .is_scorer = false,
                .typed_defaults = plain<BlockParams>()});
+  c.push_back(
+      {.id = "rkv",
+       .summary = "R-KV: window attention (max over a KV head's query heads, mean over the window, "
+                  "max-pooled) minus key redundancy (softmax of mean cosine similarity); for "
+                  "decode-time compression of reasoning traces",
+       .citation = "Cai et al. 2025, 'R-KV: Redundancy-aware KV Cache Compression for Reasoning "
+                   "Models' (arXiv 2505.24133); github.com/Zefan-Cai/R-KV rkv/compression/r1_kv.py",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {integer("window", &RkvParams::window, 1, kUnbounded,
+                          "observation window α (last α queries; those positions are kept)"),
+                  integer("kernel_size", &RkvParams::kernel_size, 1, kUnbounded,
+                          "max-pool kernel over the importance (odd)"),
+                  real("mix_lambda", &RkvParams::mix_lambda, 0, 1, false,
+                       "λ in Z = λ·importance − (1−λ)·redundancy"),
+                  real("similarity_threshold", &RkvParams::similarity_threshold, -1, 1, false,
+                       "cosine above which a key has a redundant neighbour")},
+       .is_scorer = true,
+       .typed_defaults = plain<RkvParams>()});
   return c;
 }
 

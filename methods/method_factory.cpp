@@ -45,6 +45,7 @@
 #include "methods/qfilter.h"
 #include "methods/random.h"
 #include "methods/refreekv.h"
+#include "methods/rkv.h"
 #include "methods/scorer_method.h"
 #include "methods/simlayerkv.h"
 #include "methods/snapkv.h"
@@ -226,6 +227,8 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
                                               p.sink, p.recent_window);
         } else if constexpr (std::is_same_v<P, BlockParams>) {
           return std::make_unique<BlockMethod>(wrapped_scorer(m), p.block_size);
+        } else if constexpr (std::is_same_v<P, RkvParams>) {
+          return std::make_unique<ScorerMethod>(std::make_shared<RkvScorer>(p));
         } else if constexpr (std::is_same_v<P, RandomParams> || std::is_same_v<P, KnormParams> ||
                              std::is_same_v<P, StreamingLlmParams> ||
                              std::is_same_v<P, SnapKvParams> || std::is_same_v<P, TovaParams> ||

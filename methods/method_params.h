@@ -304,6 +304,16 @@ struct BlockParams {
   int block_size = 128;  // positions added per step
 };
 
+// R-KV (methods/rkv.h; Cai et al. 2025, Zefan-Cai/R-KV rkv/compression/r1_kv.py): importance
+// from the window queries' attention minus redundancy from key cosine similarity. Defaults are the
+// official code's (R1KV.__init__, run_math.py); its README recommends λ = 0.1.
+struct RkvParams {
+  int window = 8;                     // observation window α (last queries; protected positions)
+  int kernel_size = 7;                // max-pool kernel over the importance
+  double mix_lambda = 0.07;           // λ in Z = λ·I − (1−λ)·R
+  double similarity_threshold = 0.5;  // cosine above which a key has a redundant neighbour
+};
+
 // One alternative per line (kept out of clang-format so that adding a method is a one-line diff).
 // clang-format off
 using MethodParams = std::variant<
@@ -352,7 +362,8 @@ using MethodParams = std::variant<
     KvcomposeParams,
     FinchParams,
     LukvParams,
-    BlockParams
+    BlockParams,
+    RkvParams
     // to add one, insert ",\n    NewParams" right before this comment line
     >;
 // clang-format on

@@ -77,6 +77,12 @@ std::vector<LogitMatrix> CpuModel::prefill_batch(
 
 LogitMatrix CpuModel::decode_step(std::span<SequenceState* const> batch,
                                   std::span<const std::int32_t> tokens) {
+  return observed_decode(batch, tokens, nullptr);
+}
+
+LogitMatrix CpuModel::observed_decode(std::span<SequenceState* const> batch,
+                                      std::span<const std::int32_t> tokens,
+                                      PrefillObserver* observer) const {
   if (tokens.size() != batch.size()) {
     throw std::invalid_argument("decode_step: " + std::to_string(batch.size()) + " sequences but " +
                                 std::to_string(tokens.size()) + " tokens");
@@ -84,7 +90,7 @@ LogitMatrix CpuModel::decode_step(std::span<SequenceState* const> batch,
   std::vector<std::span<const std::int32_t>> token_lists;
   token_lists.reserve(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) token_lists.push_back(tokens.subspan(i, 1));
-  std::vector<LogitMatrix> per_sequence = forward(batch, token_lists, LogitRows::last, nullptr);
+  std::vector<LogitMatrix> per_sequence = forward(batch, token_lists, LogitRows::last, observer);
   LogitMatrix logits;
   logits.rows = static_cast<int>(batch.size());
   logits.vocab = config().vocab_size;
@@ -151,6 +157,40 @@ void CpuModel::observed_pass(unit::SequenceCache& cache, std::span<const std::in
   PassObserverAdapter adapter(observer);
   (void)prefill(unit::own_cache<SequenceState>(&cache, 0, "CpuModel"), tokens, LogitRows::none,
                 &adapter);
+}
+
+namespace {
+
+// Hands a decode step's layer views (one row per sequence) to a decode-time compression observer
+// (unit::DecodeObserver, runners/unit/decoding_compression.h).
+class DecodeObserverAdapter final : public PrefillObserver {
+ public:
+  explicit DecodeObserverAdapter(unit::DecodeObserver& observer) : observer_(observer) {}
+  bool wants_pre_rope_queries() const override { return true; }
+  void on_layer(const PrefillLayerView& view) override {
+    unit::DecodeLayerView rows;
+    rows.layer = view.layer;
+    rows.num_sequences = view.num_tokens;  // one token per sequence in a decode step
+    rows.positions = view.positions;
+    rows.queries_pre_rope = view.queries_pre_rope;
+    rows.attention_input = view.attention_input;
+    rows.rope_cos = view.rope_cos;
+    rows.rope_sin = view.rope_sin;
+    observer_.on_layer(rows);
+  }
+
+ private:
+  unit::DecodeObserver& observer_;
+};
+
+}  // namespace
+
+LogitMatrix CpuModel::decode_step_observed(std::span<unit::SequenceCache* const> caches,
+                                           std::span<const std::int32_t> tokens,
+                                           unit::DecodeObserver& observer) {
+  const std::vector<SequenceState*> states = unit::own_caches<SequenceState>(caches, "CpuModel");
+  DecodeObserverAdapter adapter(observer);
+  return observed_decode(std::span<SequenceState* const>(states), tokens, &adapter);
 }
 
 int CpuModel::max_concurrent_cells(const unit::UnitDemand& demand) {
@@ -281,6 +321,8 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
         view.keys = k;
         view.values = v;
         view.attention_input = normed;
+        view.rope_cos = cos;
+        view.rope_sin = sin;
         observer->on_layer(view);
       }
 

@@ -116,11 +116,20 @@ class CpuModel final : public unit::InferenceEngine {
   // prefill() with a PrefillObserver that hands each layer's rows to `observer`.
   void observed_pass(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
                      methods::PassObserver& observer) override;
+  // decode_step that calls `observer` per layer with the step's pre-RoPE queries, attention input
+  // and RoPE cos/sin (unit::DecodeLayerView; decode-time compression's buffer).
+  LogitMatrix decode_step_observed(std::span<unit::SequenceCache* const> caches,
+                                   std::span<const std::int32_t> tokens,
+                                   unit::DecodeObserver& observer) override;
   // The CPU backend allocates as it goes: every cell of a unit may run at once.
   int max_concurrent_cells(const unit::UnitDemand& demand) override;
   bool concurrent_cache_ops() const override { return true; }
 
  private:
+  // decode_step with an optional observer of every layer.
+  LogitMatrix observed_decode(std::span<SequenceState* const> batch,
+                              std::span<const std::int32_t> tokens,
+                              PrefillObserver* observer) const;
   // The shared forward: every sequence's tokens as one stack of rows.
   std::vector<LogitMatrix> forward(std::span<SequenceState* const> states,
                                    std::span<const std::span<const std::int32_t>> tokens,

@@ -29,6 +29,8 @@ struct PrefillLayerView {
   std::span<const float> keys;              // [T, num_kv_heads, head_dim], post-RoPE
   std::span<const float> values;            // [T, num_kv_heads, head_dim]
   std::span<const float> attention_input;   // [T, hidden]: input_layernorm output (q/k/v input)
+  std::span<const float> rope_cos;          // [T, head_dim] the rows' RoPE cos/sin as applied
+  std::span<const float> rope_sin;          // (bf16-rounded in bf16 mode)
 };
 
 class PrefillObserver {

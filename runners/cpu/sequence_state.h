@@ -33,6 +33,10 @@ class SequenceState : public unit::SequenceCache {
     return std::make_unique<SequenceState>(*this);
   }
   void truncate(std::int64_t length) override { cache_.truncate(length); }
+  unit::CacheHeadEntries head_entries(int layer, int kv_head) const override {
+    const KvHeadView view = cache_.head(layer, kv_head);
+    return {.positions = view.positions, .keys = view.keys, .values = view.values};
+  }
   // KvCache::retain for every (layer, KV head) in order; a wrong shape throws before any change.
   void retain(const methods::Selection& selection) override;
   // KvCache::rerotate_keys for every (layer, KV head).

@@ -10,8 +10,10 @@
 //   decode       each batched decode step's time in equal shares over the cells decoded in that
 //                step (generate_greedy_batch), then the batch's time outside the steps (argmax
 //                of the first token, bookkeeping) in equal shares over the batch's cells.
-// Selection and eviction are each cell's own (never shared). On the naive route every step is
-// the cell's own. CostShare bits mark which of a cell's costs are shares.
+// Selection and eviction are each cell's own, except under reuse, where one selection and one
+// eviction serve the cell's k questions: equal shares over its k records (kSelectShare,
+// kEvictShare; each record's own fork of the compressed cache adds to its evict share). On the
+// naive route every step is the cell's own. CostShare bits mark which of a cell's costs are shares.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +30,8 @@ enum CostShare : std::uint32_t {
   kExtraPassShare = 1u << 2,
   kFeedShare = 1u << 3,
   kDecodeShare = 1u << 4,
+  kSelectShare = 1u << 5,  // reuse: a cell's selection shared by its questions
+  kEvictShare = 1u << 6,   // reuse: a cell's eviction shared by its questions
 };
 
 // `total` in `count` equal shares (empty for count 0).

@@ -41,6 +41,37 @@
 
 namespace kvaudit::unit {
 
+// One (layer, KV head) of a sequence's cache on the host, in cache order (original positions
+// strictly ascending): what decode-time compression scores (runners/unit/decoding_compression.h).
+// The spans are valid until the cache changes.
+struct CacheHeadEntries {
+  std::span<const std::int32_t> positions;  // [n] original positions
+  std::span<const float> keys;              // [n, head_dim] post-RoPE, as stored
+  std::span<const float> values;            // [n, head_dim]
+};
+
+// One layer of an observed decode step (InferenceEngine::decode_step_observed), one row per
+// sequence of the batch, as the engine computed it (bf16-representable in bf16 mode). Valid only
+// during the call.
+struct DecodeLayerView {
+  int layer = 0;
+  int num_sequences = 0;                    // B: the step's batch
+  std::span<const std::int32_t> positions;  // [B] original position of each row's token
+  std::span<const float> queries_pre_rope;  // [B, H, d] q_proj output (kvpress
+                                            // get_prerope_query_states of the row)
+  std::span<const float> attention_input;   // [B, D] input_layernorm output
+  std::span<const float> rope_cos;          // [B, d] the row's RoPE cos/sin as the model rounds
+  std::span<const float> rope_sin;          //        them (kvpress's position_embeddings)
+};
+
+// What an engine calls back during decode_step_observed: once per layer, in layer order, after
+// the step's keys and values of that layer are in the caches.
+class DecodeObserver {
+ public:
+  virtual ~DecodeObserver() = default;
+  virtual void on_layer(const DecodeLayerView& view) = 0;
+};
+
 // One sequence's KV cache, held by the engine that made it (and usable only with that engine).
 class SequenceCache {
  public:
@@ -54,6 +85,16 @@ class SequenceCache {
   // engine's storage precision (entries · 2 · head_dim · bytes per element).
   virtual std::size_t kept_entries() const = 0;
   virtual std::size_t kept_bytes() const = 0;
+
+  // The kept entries of (layer, kv_head) (CacheHeadEntries above). An engine whose cache is not
+  // on the host throws std::invalid_argument (the default: only the CPU engine exposes them).
+  virtual CacheHeadEntries head_entries(int layer, int kv_head) const {
+    (void)layer;
+    (void)kv_head;
+    throw std::invalid_argument(
+        "this engine's KV cache cannot expose its entries to decode-time compression (run with "
+        "--device cpu)");
+  }
 
   // A deep copy that evolves on its own (the fan-out's per-cell cache).
   virtual std::unique_ptr<SequenceCache> fork() const = 0;
@@ -192,6 +233,21 @@ class InferenceEngine {
   // std::invalid_argument naming the device (the CUDA engine has no such pass yet).
   virtual void observed_pass(SequenceCache& cache, std::span<const std::int32_t> tokens,
                              methods::PassObserver& observer);
+
+  // decode_step that also calls `observer` once per layer with the step's rows
+  // (DecodeLayerView): what decode-time compression buffers (kvpress DecodingPress's hidden
+  // states). The default refuses with std::invalid_argument: only the CPU engine observes decode
+  // steps so far (run with --device cpu).
+  virtual LogitMatrix decode_step_observed(std::span<SequenceCache* const> caches,
+                                           std::span<const std::int32_t> tokens,
+                                           DecodeObserver& observer) {
+    (void)caches;
+    (void)tokens;
+    (void)observer;
+    throw std::invalid_argument(
+        "decode-time compression needs observed decode steps, which only the CPU engine provides "
+        "so far: run with --device cpu");
+  }
 
   // The most cells whose caches may live at once beside the prefilled one (≥ 1). Throws
   // EngineCapacityError when the unit cannot run at all.

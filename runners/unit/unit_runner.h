@@ -32,6 +32,25 @@
 // its own capture, the selection, retain, a prefill of the rest and a single-sequence greedy
 // decode. It is the reference the fan-out must equal (tests/unit_runner).
 //
+// Reuse units (Protocol::reuse; docs/design/reuse.md): every cell is a reuse cell and the unit's
+// questions are UnitTokens::reuse_questions. run_unit prefills the context alone (Lc tokens, so
+// question_end = Lc) with the capture at b = Lc, selects once per cell as above, evicts once per
+// cell into its template cache (a full-KV cell's template is the prefilled cache itself), and per
+// (cell, question) row forks the template (the last row of an evicting cell takes it over) and
+// feeds question j + suffix j; rows are batched and decoded as cells are (max_batch_cells counts
+// rows). Results: one per (cell, question), cells in list order, questions 0 … k−1 consecutive;
+// prefill and capture (and an extra pass) are shared by the rows as by cells, a cell's select and
+// evict equally by its k rows (kSelectShare, kEvictShare), the row's fork adds to its evict time.
+// run_unit_naive runs, per (cell, question), the query-agnostic naive route on the single-question
+// unit (context, question j, suffix j).
+//
+// Decode-time compression (docs/design/decoding.md): a cell with a DecodingCell decodes through
+// generate_greedy_compressing (its method and policy; SelectionContext seed and cell_key), on both
+// routes and for reuse rows; in a batch the cells without one decode first, together, exactly as
+// they would alone, then those with one together. Its compressions are its own cost
+// (CellResult::compression_seconds); an engine without observed decode steps, a cache with ragged
+// heads or a method failing while decoding fails that cell (those cells), not the unit.
+//
 // Suffix = the chat template's tail after the question + the answer prefix; it must not be empty
 // (the last fed token's logits start the decode).
 #pragma once
@@ -48,9 +67,16 @@
 #include "methods/extra_pass.h"
 #include "methods/method.h"
 #include "runners/model/model_weights.h"
+#include "runners/unit/decoding_compression.h"
 #include "runners/unit/inference_engine.h"
 
 namespace kvaudit::unit {
+
+// One question of a reuse unit with what follows it (docs/design/reuse.md).
+struct QuestionTokens {
+  std::vector<std::int32_t> question;  // may be empty
+  std::vector<std::int32_t> suffix;  // template suffix + answer prefix (per question); ≥ 1 token
+};
 
 // A unit's tokens, tokenized separately and concatenated (docs/design/protocols.md §Prompt split).
 struct UnitTokens {
@@ -60,9 +86,23 @@ struct UnitTokens {
   // The reconstruction prompt's ids for methods with an extra pass (KVzip; methods/extra_pass.h),
   // from the unit's tokenizer and chat template; unused (may stay empty) otherwise.
   methods::PassPrompt pass_prompt;
+  // The context's questions when the unit's cells are reuse cells (Protocol::reuse): every reuse
+  // cell answers each of them on its own copy of its compressed cache; `question` and `suffix`
+  // above are then unused. Empty for units of the other protocols.
+  std::vector<QuestionTokens> reuse_questions;
 };
 
 inline constexpr double kNoCost = std::numeric_limits<double>::quiet_NaN();
+
+// A cell's decode-time compression (docs/design/decoding.md; kvpress DecodingPress, and with a
+// prefill method PrefillDecodingPress): `method` cuts the cache back to policy.target_size entries
+// per (layer, KV head) every policy.compression_interval decode steps. The method must outlive the
+// run; it gets the cell's SelectionContext (seed, cell_key). Needs an engine that observes decode
+// steps (InferenceEngine::decode_step_observed: the CPU engine); elsewhere the cell fails.
+struct DecodingCell {
+  const methods::Method* method = nullptr;  // not nullptr
+  DecodingPolicy policy;
+};
 
 struct CellSpec {
   const methods::Method* method = nullptr;  // nullptr: the full-KV cell (nothing evicted)
@@ -71,6 +111,9 @@ struct CellSpec {
   // SelectionContext::cell_key: the key of the cell's random draws, the same for cells that must
   // keep the same positions (e.g. one cell under sdpa and eager: suite/manifest selection_key).
   std::uint64_t cell_key = 0;
+  // Decode-time compression while it generates; nullptr: none (the cache keeps every generated
+  // token). Must outlive the run.
+  const DecodingCell* decoding = nullptr;
 };
 
 struct DecodeOptions {
@@ -94,7 +137,14 @@ struct UnitRunOptions {
 
 enum class CellStatus { ok, failed };
 
+// The result of one cell, or under reuse of one (cell, question): a reuse cell has one per
+// question of its context, its compression fields (selection, kept_*, realised_retention, the
+// select share) equal in all of them; its evict share adds the record's own fork of the cell's
+// compressed cache.
 struct CellResult {
+  int cell = 0;         // index into the cell list
+  int question = 0;     // the question's index (UnitTokens::reuse_questions); 0 otherwise
+  int n_questions = 1;  // reuse: the unit's questions; 1 otherwise
   CellStatus status = CellStatus::ok;
   std::string error;                            // why the cell failed (empty when ok)
   std::optional<methods::Selection> selection;  // with keep_selections, for evicting cells
@@ -120,6 +170,14 @@ struct CellResult {
   // SequenceCache::kept_bytes() of its cache after decoding: its largest size (the kept entries,
   // the fed tokens and the generated ones but the last); 0 when it did not get there.
   std::int64_t peak_kv_bytes = 0;
+  // Its cache after the last decode step (= peak_kv_bytes unless compressed while decoding), and
+  // the compression steps run while decoding (docs/design/decoding.md); 0 when not reached.
+  std::int64_t final_kv_bytes = 0;
+  int decode_compressions = 0;
+  // Its decode-time compressions' wall time (the check of its cache before decoding, scoring and
+  // retain), its own cost, not in decode_seconds; NaN for a cell without a decoding setting or that
+  // did not decode.
+  double compression_seconds = kNoCost;
 };
 
 struct UnitTimings {
@@ -134,7 +192,8 @@ struct UnitTimings {
 };
 
 struct UnitResult {
-  std::vector<CellResult> cells;  // in the order of the cell list
+  // In the order of the cell list; a reuse cell's results consecutive, question 0 … k−1.
+  std::vector<CellResult> cells;
   UnitTimings timings;
   int context_end = 0;   // Lc
   int question_end = 0;  // Lq
@@ -144,7 +203,10 @@ struct UnitResult {
 // The fan-out route. `weights` are the host weights `engine` was built from (methods read o_proj
 // from them; the CUDA engine holds a bf16 copy of the same values). Throws std::invalid_argument
 // for weights of another shape, an empty context or suffix, a token id outside the vocabulary,
-// negative max_new_tokens or max_batch_cells, and EngineCapacityError when the unit cannot run on
+// negative max_new_tokens or max_batch_cells, a cell list that mixes reuse cells with others, reuse
+// cells without reuse_questions (or reuse_questions without reuse cells), a reuse question with an
+// empty suffix, a decoding setting without a method or with an invalid policy (naming the cell),
+// and EngineCapacityError when the unit cannot run on
 // the engine (nothing about the unit can be recorded then); per-cell problems become failed cells.
 UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
                     const UnitTokens& tokens, std::span<const CellSpec> cells,

@@ -96,12 +96,26 @@ RerunSummary rerun_cells(const reduce::LoadedStudy& study, const RerunOptions& o
   sum.chosen = options.cells;
   for (const auto& [unit_index, recorded] : by_unit) {
     const manifest::Unit& unit = study.expansion.units[unit_index];
+    // Each cell once (a reuse cell's chosen records may be several of its questions); its records
+    // again matched by (cell, question).
     std::vector<const manifest::Cell*> cells_now;
-    for (const auto* r : recorded) cells_now.push_back(cell_of.at(r->cell_id));
+    for (const auto* r : recorded) {
+      const manifest::Cell* cell = cell_of.at(r->cell_id);
+      if (std::find(cells_now.begin(), cells_now.end(), cell) == cells_now.end()) {
+        cells_now.push_back(cell);
+      }
+    }
     const std::vector<records::CellRecord> now = executor.execute(unit, cells_now);
     for (std::size_t k = 0; k < recorded.size(); ++k) {
       const records::CellRecord& a = *recorded[k];
-      const records::CellRecord& b = now[k];
+      const auto again = std::find_if(now.begin(), now.end(), [&](const records::CellRecord& r) {
+        return r.cell_id == a.cell_id && r.question == a.question;
+      });
+      if (again == now.end()) {
+        throw InternalError("re-run: no record of cell " + std::to_string(a.cell_id) +
+                            " question " + std::to_string(a.question) + " came back");
+      }
+      const records::CellRecord& b = *again;
       std::vector<std::string> what;
       if (b.status != records::CellStatus::ok) what.push_back("status " + b.error);
       if (a.output != b.output) what.emplace_back("output");

@@ -22,6 +22,15 @@ struct TaskSpec {
   bool english;  // LongBench: English task (the suite's default set)
 };
 
+// Whether a task's contexts carry several questions, i.e. whether the reuse protocol (one
+// compression per context, each question answered on it; docs/design/reuse.md) applies: every
+// LongBench task (its records grouped by identical context), and of RULER only niah_multiquery,
+// whose multi-question form (suite/benchmarks/ruler/multi_question.h) asks one question per needle.
+inline constexpr std::string_view kRulerMultiQuestionTask = "niah_multiquery";
+constexpr bool has_reuse_form(BenchmarkKind kind, std::string_view task) {
+  return kind == BenchmarkKind::longbench || task == kRulerMultiQuestionTask;
+}
+
 std::string_view kind_name(BenchmarkKind kind);
 const std::vector<TaskSpec>& tasks_of(BenchmarkKind kind);
 const TaskSpec* find_task(BenchmarkKind kind, std::string_view name);

@@ -26,8 +26,11 @@ void print_summary(const reduce::ReduceResult& r) {
   std::cout << "study      " << r.study->manifest.study.name << "\n"
             << "sha256     " << r.study->manifest_sha256 << "\n"
             << "coverage   " << (c.total.expected - c.total.missing) << " of " << c.total.expected
-            << " preregistered cells recorded (" << c.total.ok << " scored, " << c.total.excluded
-            << " excluded, " << c.total.failed << " failed, " << c.total.missing << " missing)\n";
+            << (c.reuse ? " preregistered (cell, question) results recorded (reuse cells count "
+                          "once per question; "
+                        : " preregistered cells recorded (")
+            << c.total.ok << " scored, " << c.total.excluded << " excluded, " << c.total.failed
+            << " failed, " << c.total.missing << " missing)\n";
   if (!r.complete())
     std::cout << "           PARTIAL: numbers from incomplete cell groups are marked partial; "
                  "missing cells are listed in tables/missing_cells.csv\n";

@@ -30,14 +30,15 @@ struct UnitPrefix {
 };
 
 // The tuples' keys are fixed ("backend" names the attention backend): they define the ids.
+// A reuse unit's tuple has "reuse": true between "model" and "task" (keys in name order).
 UnitPrefix unit_prefix(const Manifest& m, std::size_t model, std::size_t bench, std::size_t task,
-                       AttentionBackend backend) {
+                       AttentionBackend backend, bool reuse) {
   const Benchmark& b = m.benchmarks[bench];
   UnitPrefix p;
   p.head = R"({"backend":)" + dump(json(std::string(attention_backend_name(backend)))) +
            R"(,"benchmark":)" + dump(canonical_benchmark_identity(b)) + R"(,"instance":)";
-  p.tail = R"(,"model":)" + dump(canonical_model_identity(m.models[model])) + R"(,"task":)" +
-           dump(json(b.tasks[task])) + "}";
+  p.tail = R"(,"model":)" + dump(canonical_model_identity(m.models[model])) +
+           (reuse ? R"(,"reuse":true)" : "") + R"(,"task":)" + dump(json(b.tasks[task])) + "}";
   return p;
 }
 
@@ -80,7 +81,7 @@ const char* budget_kind_name(BudgetKind k) {
 }
 
 std::string unit_tuple(const Manifest& m, const Unit& u) {
-  const UnitPrefix p = unit_prefix(m, u.model, u.benchmark, u.task, u.attention_backend);
+  const UnitPrefix p = unit_prefix(m, u.model, u.benchmark, u.task, u.attention_backend, u.reuse);
   return p.head + std::to_string(u.instance) + p.tail;
 }
 
@@ -96,7 +97,8 @@ std::string selection_tuple(const Manifest& m, const Unit& u, const Cell& c) {
   const Benchmark& b = m.benchmarks[u.benchmark];
   const std::string unit = R"({"benchmark":)" + dump(canonical_benchmark_identity(b)) +
                            R"(,"instance":)" + std::to_string(u.instance) + R"(,"model":)" +
-                           dump(canonical_model_identity(m.models[u.model])) + R"(,"task":)" +
+                           dump(canonical_model_identity(m.models[u.model])) +
+                           (u.reuse ? R"(,"reuse":true)" : "") + R"(,"task":)" +
                            dump(json(b.tasks[u.task])) + "}";
   const std::string method =
       c.method < 0 ? dump(canonical_full_method())
@@ -197,44 +199,58 @@ Expansion expand(const Manifest& m) {
             if (auto it = split_of.find(bi); it != split_of.end())
               splits = split_instances(m.study.seed, b.name, b.tasks[ti], b.instances,
                                        it->second.first, it->second.second);
-            const UnitPrefix prefix = unit_prefix(m, mi, bi, ti, be);
-            for (std::int64_t inst = 0; inst < b.instances; ++inst) {
-              const std::string ut = prefix.head + std::to_string(inst) + prefix.tail;
-              const std::uint64_t uid = id_of(ut);
-              auto [uit, fresh] =
-                  unit_index.emplace(uid, static_cast<std::uint32_t>(ex.units.size()));
-              if (fresh) {
-                Unit u;
-                u.id = uid;
-                u.model = static_cast<std::uint16_t>(mi);
-                u.benchmark = static_cast<std::uint16_t>(bi);
-                u.task = static_cast<std::uint16_t>(ti);
-                u.attention_backend = be;
-                u.instance = inst;
-                u.split = splits.empty() ? Split::none : splits[static_cast<std::size_t>(inst)];
-                ex.units.push_back(u);
-              }
-              ++gc.units;
-              const std::uint32_t ui = uit->second;
+            for (const bool reuse : {false, true}) {
+              std::vector<Protocol> protocols;
               for (const auto& proto : g.protocols) {
                 const Protocol pi = *parse_protocol(proto);
-                for (const MethodBudget& v : variants) {
-                  const std::uint64_t cid =
-                      id_of(cell_tuple_from(v.budget_text, *v.method_canon, pi, ut));
-                  ++gc.cells;
-                  if (!cell_seen.insert(cid).second) {
-                    ++ex.overlapping_cells;
-                    continue;
+                if ((pi == Protocol::reuse) == reuse) protocols.push_back(pi);
+              }
+              if (protocols.empty()) continue;
+              const UnitPrefix prefix = unit_prefix(m, mi, bi, ti, be, reuse);
+              for (std::int64_t inst = 0; inst < b.instances; ++inst) {
+                const std::string ut = prefix.head + std::to_string(inst) + prefix.tail;
+                const std::uint64_t uid = id_of(ut);
+                auto [uit, fresh] =
+                    unit_index.emplace(uid, static_cast<std::uint32_t>(ex.units.size()));
+                if (fresh) {
+                  Unit u;
+                  u.id = uid;
+                  u.model = static_cast<std::uint16_t>(mi);
+                  u.benchmark = static_cast<std::uint16_t>(bi);
+                  u.task = static_cast<std::uint16_t>(ti);
+                  u.attention_backend = be;
+                  u.instance = inst;
+                  u.split = splits.empty() ? Split::none : splits[static_cast<std::size_t>(inst)];
+                  u.reuse = reuse;
+                  ex.units.push_back(u);
+                }
+                // Units of the printout: (model, backend, instance) tuples; reuse units apart.
+                if (reuse) {
+                  ++gc.reuse_units;
+                  if (protocols.size() == g.protocols.size()) ++gc.units;
+                } else {
+                  ++gc.units;
+                }
+                const std::uint32_t ui = uit->second;
+                for (const Protocol pi : protocols) {
+                  for (const MethodBudget& v : variants) {
+                    const std::uint64_t cid =
+                        id_of(cell_tuple_from(v.budget_text, *v.method_canon, pi, ut));
+                    ++gc.cells;
+                    if (!cell_seen.insert(cid).second) {
+                      ++ex.overlapping_cells;
+                      continue;
+                    }
+                    Cell c;
+                    c.id = cid;
+                    c.unit = ui;
+                    c.method = v.method;
+                    c.protocol = pi;
+                    c.budget_kind = v.kind;
+                    c.budget = v.budget;
+                    ex.cells.push_back(c);
+                    ++ex.units[ui].n_cells;
                   }
-                  Cell c;
-                  c.id = cid;
-                  c.unit = ui;
-                  c.method = v.method;
-                  c.protocol = pi;
-                  c.budget_kind = v.kind;
-                  c.budget = v.budget;
-                  ex.cells.push_back(c);
-                  ++ex.units[ui].n_cells;
                 }
               }
             }

@@ -1,6 +1,8 @@
 // Expansion of a manifest into units and cells (docs/MANIFEST.md, `[[grids]]`).
 //   unit = (model, attention backend, benchmark, task, instance): the unit of scheduling (one
-//          prefill);
+//          prefill); a grid listing the protocol "reuse" adds a reuse unit per such tuple whose
+//          instance is a context with several questions (RULER niah_multiquery's multi-question
+//          form; a LongBench context group), holding the grid's reuse cells;
 //   cell = unit x (method config, budget, protocol), plus the full-KV reference under each
 //          protocol: the unit of records.
 // Ids are the first 16 hex digits (as a u64) of the SHA-256 of the canonical JSON tuple; they
@@ -30,8 +32,12 @@ struct Unit {
   std::uint16_t task = 0;       // index into that benchmark's tasks
   AttentionBackend attention_backend = AttentionBackend::eager;
   Split split = Split::none;
-  std::int64_t instance = 0;
+  std::int64_t instance = 0;  // reuse: the context (RULER instance; LongBench context group)
   std::uint32_t n_cells = 0;
+  // A reuse unit (docs/design/reuse.md): its cells are the grid's reuse cells, one compression per
+  // context serving each of its questions; its tuple has "reuse": true (other units' tuples have
+  // no such key, so their ids are those of before).
+  bool reuse = false;
 };
 
 struct Cell {
@@ -53,6 +59,9 @@ struct GridCount {
   std::int64_t cells_per_unit = 0;  // (ratio_methods*ratios + threshold_methods*thresholds + 1)
                                     // * protocols
   std::int64_t cells = 0;           // units * cells_per_unit (before merging grids)
+  // Reuse units (protocol "reuse"): scheduled apart from the tuple's other protocols' unit; each
+  // of their cells writes one record per question of its context.
+  std::int64_t reuse_units = 0;
 };
 
 struct Expansion {

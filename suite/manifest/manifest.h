@@ -166,10 +166,11 @@ struct Manifest {
 
 // Names of protocols and attention backends as written in manifests: base/protocol.h's and
 // base/attention_backend.h's spellings, in their enums' order (checked below).
-inline constexpr const char* kProtocolNames[] = {"query-agnostic", "query-aware"};
+inline constexpr const char* kProtocolNames[] = {"query-agnostic", "query-aware", "reuse"};
 inline constexpr const char* kAttentionBackendNames[] = {"eager", "sdpa"};
 static_assert(std::string_view(kProtocolNames[0]) == protocol_name(Protocol::query_agnostic) &&
-              std::string_view(kProtocolNames[1]) == protocol_name(Protocol::query_aware));
+              std::string_view(kProtocolNames[1]) == protocol_name(Protocol::query_aware) &&
+              std::string_view(kProtocolNames[2]) == protocol_name(Protocol::reuse));
 static_assert(std::string_view(kAttentionBackendNames[0]) ==
                   attention_backend_name(AttentionBackend::eager) &&
               std::string_view(kAttentionBackendNames[1]) ==

@@ -864,6 +864,23 @@ class Parser {
                                   return member(b, p, w, kProtocolNames, "protocol");
                                 }))
         g.protocols = *v;
+      if (std::find(g.protocols.begin(), g.protocols.end(), "reuse") != g.protocols.end()) {
+        for (const std::string& bname : g.benchmarks) {
+          const Benchmark* b = m_.find_benchmark(bname);
+          if (b == nullptr) continue;
+          for (const std::string& task : b->tasks) {
+            if (benchmarks::has_reuse_form(b->kind, task)) continue;
+            diag_.error(pos_of(*t->get("protocols")), f.field("protocols"),
+                        "\"reuse\" needs contexts with several questions, but benchmark '" + bname +
+                            "' has the RULER task '" + task +
+                            "' (one question per context); of RULER only " +
+                            std::string(benchmarks::kRulerMultiQuestionTask) +
+                            " has a multi-question form (give the reuse grid a RULER benchmark "
+                            "whose tasks are [\"" +
+                            std::string(benchmarks::kRulerMultiQuestionTask) + "\"])");
+          }
+        }
+      }
       const std::string backends_key = renamed_key(*t, f, "attention_backends", "backends");
       if (auto v = f.string_set(backends_key, true, "attention backend",
                                 [&](const std::string& b, SourcePos p, const std::string& w) {

@@ -195,6 +195,11 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
          << with_commas(g.instances * g.models * g.cells_per_unit) << ")";
     }
     os << "\n";
+    if (g.reuse_units > 0) {
+      os << "    reuse: " << with_commas(g.reuse_units)
+         << " reuse units (one compression per context, every question of the context answered "
+            "on it; a reuse cell writes one record per question)\n";
+    }
   }
   os << "\ntotal      " << with_commas(s.units) << " units, " << with_commas(s.cells) << " cells";
   if (ex.overlapping_cells)

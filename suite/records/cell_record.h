@@ -31,7 +31,8 @@ template <typename E>
 struct EnumMember {
   std::string_view name;  // the HDF5 enum member name
   E value;
-  std::int8_t stored;  // the HDF5 enum member value
+  std::int8_t stored;              // the HDF5 enum member value
+  std::int64_t since_version = 1;  // the first schema version whose enum type has the member
 };
 
 // For each record enum: the HDF5 type's name (used in messages) and its members in value order.
@@ -57,8 +58,10 @@ struct EnumTraits<AttentionBackend> {
 template <>
 struct EnumTraits<Protocol> {
   static constexpr std::string_view type_name = "Protocol";
-  static constexpr std::array<EnumMember<Protocol>, 2> members{
-      {{"query-aware", Protocol::query_aware, 0}, {"query-agnostic", Protocol::query_agnostic, 1}}};
+  static constexpr std::array<EnumMember<Protocol>, 3> members{
+      {{"query-aware", Protocol::query_aware, 0},
+       {"query-agnostic", Protocol::query_agnostic, 1},
+       {"reuse", Protocol::reuse, 2, 6}}};
 };
 template <>
 struct EnumTraits<Split> {
@@ -136,6 +139,10 @@ enum SharedCost : std::uint32_t {
   kSharedExtraPass = 1u << 2,  // cell_extra_pass_ms: one (boundary, pass key) pass, equal shares
   kSharedFeed = 1u << 3,       // cell_feed_ms: a batched feed, shares ∝ tokens fed
   kSharedDecode = 1u << 4,     // cell_decode_ms: batched decode steps, equal shares per step
+  // Schema version 6 on (the reuse protocol: one selection and one eviction serve the k records
+  // of a cell, one per question):
+  kSharedSelect = 1u << 5,  // cell_select_ms: the cell's selection, equal shares per question
+  kSharedEvict = 1u << 6,   // cell_evict_ms: the cell's eviction, equal shares per question
 };
 
 // One cell's record. Doubles that do not apply (the ratio fields of another budget kind, the score
@@ -195,6 +202,14 @@ struct CellRecord {
   std::uint32_t shared_costs = 0;   // SharedCost bits
   ComputeDevice device = ComputeDevice::unknown;
   std::int32_t threads = 0;  // host threads the run used (OpenMP); 0 = unknown
+  // Schema version 6 on. The reuse protocol writes one record per (cell, question): the record key
+  // is (cell_id, question). Other protocols, and records of older shards: question 0 of 1.
+  std::uint32_t question = 0;     // the question's index within its context
+  std::uint32_t n_questions = 1;  // the context's questions (the cell's records)
+  // Decode-time compression (docs/design/decoding.md); without it final_kv_bytes = peak_kv_bytes
+  // and decode_compressions 0. Older shards: final_kv_bytes 0 (unknown).
+  std::uint64_t final_kv_bytes = 0;       // the cell's cache after its last decode step
+  std::uint32_t decode_compressions = 0;  // compression steps run while decoding
 };
 
 }  // namespace kvaudit::records

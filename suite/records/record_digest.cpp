@@ -91,6 +91,12 @@ std::string record_digest_message(const CellRecord& r, std::int64_t version) {
     s.enumeration(r.device);
     s.integer(r.threads);
   }
+  if (version >= 6) {
+    s.integer(r.question);
+    s.integer(r.n_questions);
+    s.integer(r.final_kv_bytes);
+    s.integer(r.decode_compressions);
+  }
   return s.take();
 }
 

@@ -22,7 +22,8 @@ namespace kvaudit::records {
 
 // The serialisation above for a record of schema `version` (exposed for tests and for the
 // documentation's worked example): the members a file of that version has (prompt_digest and
-// kept_digest from version 4 on; the cost members, cell_prefill_ms … threads, from version 5 on).
+// kept_digest from version 4 on; the cost members, cell_prefill_ms … threads, from version 5 on;
+// question, n_questions, final_kv_bytes and decode_compressions from version 6 on).
 std::string record_digest_message(const CellRecord& record, std::int64_t version = kSchemaVersion);
 
 std::uint64_t record_digest(const CellRecord& record, std::int64_t version = kSchemaVersion);

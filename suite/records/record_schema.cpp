@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/errors.h"
 #include "suite/records/hdf5_attributes.h"
@@ -70,17 +71,40 @@ constexpr std::array kFields{
     KV_FIELD_SINCE(shared_costs, u32, 5),
     KV_FIELD_SINCE(device, compute_device, 5),
     KV_FIELD_SINCE(threads, i32, 5),
+    KV_FIELD_SINCE(question, u32, 6),
+    KV_FIELD_SINCE(n_questions, u32, 6),
+    KV_FIELD_SINCE(final_kv_bytes, u64, 6),
+    KV_FIELD_SINCE(decode_compressions, u32, 6),
     FieldSpec{"record_digest", FieldType::u64, offsetof(RecordPod, record_digest), nullptr, 3},
 };
 
 #undef KV_FIELD
 #undef KV_FIELD_SINCE
 
+// E's members that files of schema `version` have.
 template <typename E>
-h5::Datatype make_enum_type(hid_t base) {
+std::vector<EnumMember<E>> enum_members(std::int64_t version) {
+  std::vector<EnumMember<E>> members;
+  for (const auto& member : EnumTraits<E>::members) {
+    if (version >= member.since_version) members.push_back(member);
+  }
+  return members;
+}
+
+// Whether files of schema `version` have the member `value`.
+template <typename E>
+bool is_member_in_version(E value, std::int64_t version) {
+  for (const auto& member : EnumTraits<E>::members) {
+    if (member.value == value) return version >= member.since_version;
+  }
+  return false;
+}
+
+template <typename E>
+h5::Datatype make_enum_type(hid_t base, std::int64_t version) {
   auto type = h5::adopt<h5::Kind::datatype>(H5Tenum_create(base), h5::Blame::internal, kWhat,
                                             "H5Tenum_create");
-  for (const auto& member : EnumTraits<E>::members) {
+  for (const auto& member : enum_members<E>(version)) {
     const std::int8_t value = member.stored;
     const std::string name(member.name);
     h5::check(H5Tenum_insert(type.get(), name.c_str(), &value), h5::Blame::internal, kWhat,
@@ -90,7 +114,7 @@ h5::Datatype make_enum_type(hid_t base) {
 }
 
 // The type of one member: file types are explicitly little-endian, memory types native.
-h5::Datatype make_member_type(FieldType type, bool file) {
+h5::Datatype make_member_type(FieldType type, bool file, std::int64_t version) {
   auto copy = [](hid_t predefined) {
     return h5::adopt<h5::Kind::datatype>(H5Tcopy(predefined), h5::Blame::internal, kWhat,
                                          "H5Tcopy");
@@ -110,17 +134,17 @@ h5::Datatype make_member_type(FieldType type, bool file) {
     case FieldType::text:
       return h5::make_vlen_utf8_type();
     case FieldType::cell_status:
-      return make_enum_type<CellStatus>(int8_base);
+      return make_enum_type<CellStatus>(int8_base, version);
     case FieldType::attention_backend:
-      return make_enum_type<AttentionBackend>(int8_base);
+      return make_enum_type<AttentionBackend>(int8_base, version);
     case FieldType::protocol:
-      return make_enum_type<Protocol>(int8_base);
+      return make_enum_type<Protocol>(int8_base, version);
     case FieldType::split:
-      return make_enum_type<Split>(int8_base);
+      return make_enum_type<Split>(int8_base, version);
     case FieldType::budget_kind:
-      return make_enum_type<BudgetKind>(int8_base);
+      return make_enum_type<BudgetKind>(int8_base, version);
     case FieldType::compute_device:
-      return make_enum_type<ComputeDevice>(int8_base);
+      return make_enum_type<ComputeDevice>(int8_base, version);
   }
   throw InternalError("unknown record field type");
 }
@@ -130,7 +154,7 @@ h5::Datatype make_compound(bool file, std::int64_t version) {
                                                 h5::Blame::internal, kWhat, "H5Tcreate");
   for (const FieldSpec& field : kFields) {
     if (!field_present(field, version)) continue;
-    const h5::Datatype member = make_member_type(field.type, file);
+    const h5::Datatype member = make_member_type(field.type, file, version);
     const char* name = field_name(field, version);
     h5::check(H5Tinsert(compound.get(), name, field.offset, member.get()), h5::Blame::internal,
               kWhat, std::string("H5Tinsert ") + name);
@@ -190,14 +214,15 @@ std::string expected_phrase(FieldType type) {
   return "?";
 }
 
-// "" if the enum type `member` has exactly E's names and values on a one-byte base.
+// "" if the enum type `member` has exactly E's names and values of schema `version` on a one-byte
+// base.
 template <typename E>
-std::string enum_mismatch(hid_t member) {
+std::string enum_mismatch(hid_t member, std::int64_t version) {
   if (H5Tget_size(member) != 1) return "is not stored on one byte";
   const int n = H5Tget_nmembers(member);
-  if (n != static_cast<int>(EnumTraits<E>::members.size())) {
-    return "has " + std::to_string(n) + " members, expected " +
-           std::to_string(EnumTraits<E>::members.size());
+  const std::size_t expected_count = enum_members<E>(version).size();
+  if (n != static_cast<int>(expected_count)) {
+    return "has " + std::to_string(n) + " members, expected " + std::to_string(expected_count);
   }
   for (unsigned i = 0; i < static_cast<unsigned>(n); ++i) {
     char* raw_name = H5Tget_member_name(member, i);
@@ -207,7 +232,9 @@ std::string enum_mismatch(hid_t member) {
     std::int8_t value = 0;
     if (H5Tget_member_value(member, i, &value) < 0) return "has an unreadable member value";
     const auto expected = enum_from_name<E>(name);
-    if (!expected) return "has an unknown member '" + name + "'";
+    if (!expected || !is_member_in_version(*expected, version)) {
+      return "has an unknown member '" + name + "'";
+    }
     if (enum_stored_value(*expected) != value) {
       return "maps '" + name + "' to " + std::to_string(value) + ", expected " +
              std::to_string(static_cast<int>(enum_stored_value(*expected)));
@@ -217,7 +244,7 @@ std::string enum_mismatch(hid_t member) {
 }
 
 // "" if `member` (a member type of the compound) fits `type`.
-std::string member_mismatch(hid_t member, FieldType type) {
+std::string member_mismatch(hid_t member, FieldType type, std::int64_t version) {
   const H5T_class_t cls = H5Tget_class(member);
   const std::size_t size = H5Tget_size(member);
   const auto integer = [&](std::size_t bytes, H5T_sign_t sign) -> std::string {
@@ -232,7 +259,7 @@ std::string member_mismatch(hid_t member, FieldType type) {
   };
   const auto enumeration = [&]<typename E>(E) -> std::string {
     if (cls != H5T_ENUM) return "is " + class_phrase(cls);
-    const std::string problem = enum_mismatch<E>(member);
+    const std::string problem = enum_mismatch<E>(member, version);
     return problem.empty() ? problem : std::string(EnumTraits<E>::type_name) + " " + problem;
   };
   switch (type) {
@@ -343,6 +370,10 @@ RecordPod to_pod(const CellRecord& r) {
       .shared_costs = r.shared_costs,
       .device = enum_stored_value(r.device),
       .threads = r.threads,
+      .question = r.question,
+      .n_questions = r.n_questions,
+      .final_kv_bytes = r.final_kv_bytes,
+      .decode_compressions = r.decode_compressions,
       .record_digest = record_digest(r),
   };
 }
@@ -397,6 +428,10 @@ CellRecord from_pod(const RecordPod& p) {
   r.shared_costs = p.shared_costs;
   r.device = stored_or_cast<ComputeDevice>(p.device);
   r.threads = p.threads;
+  r.question = p.question;
+  r.n_questions = p.n_questions;
+  r.final_kv_bytes = p.final_kv_bytes;
+  r.decode_compressions = p.decode_compressions;
   return r;
 }
 
@@ -410,6 +445,7 @@ RecordPod unread_record_pod() {
   pod.cell_feed_ms = kNotApplicable;
   pod.cell_decode_ms = kNotApplicable;
   pod.device = enum_stored_value(ComputeDevice::unknown);
+  pod.n_questions = 1;
   return pod;
 }
 
@@ -426,7 +462,7 @@ std::string describe_schema_mismatch(hid_t file_type, std::int64_t version) {
     }
     const h5::Datatype member(H5Tget_member_type(file_type, static_cast<unsigned>(index)));
     if (!member.valid()) return std::string("cannot read the type of member '") + name + "'";
-    const std::string problem = member_mismatch(member.get(), field.type);
+    const std::string problem = member_mismatch(member.get(), field.type, version);
     if (!problem.empty()) {
       return std::string("/records member '") + name + "' " + problem + ", expected " +
              expected_phrase(field.type);

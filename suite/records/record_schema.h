@@ -71,11 +71,15 @@ struct RecordPod {
   std::uint32_t shared_costs;
   std::int8_t device;
   std::int32_t threads;
+  std::uint32_t question;  // schema version 6 on: reuse (cell_record.h)
+  std::uint32_t n_questions;
+  std::uint64_t final_kv_bytes;  // schema version 6 on: decode-time compression
+  std::uint32_t decode_compressions;
   std::uint64_t record_digest;  // schema version 3 on (record_digest.h)
 };
 
 // The buffer a read starts from: members a file of an older schema lacks keep these values, which
-// from_pod turns into "unknown" (0, or NaN for the cost times; device unknown).
+// from_pod turns into "unknown" (0, or NaN for the cost times; device unknown; question 0 of 1).
 RecordPod unread_record_pod();
 
 // What a member of the compound holds.

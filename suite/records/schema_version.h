@@ -11,10 +11,14 @@
 //   5  costs: the record members cell_prefill_ms, cell_capture_ms, cell_extra_pass_ms,
 //      cell_select_ms, cell_evict_ms, cell_feed_ms, cell_decode_ms (the cell's own or apportioned
 //      times), peak_kv_bytes, shared_costs (which times are shares), device and threads
+//   6  reuse and decode-time compression: the Protocol enum member `reuse` (stored 2), the record
+//      members question, n_questions (a reuse cell writes one record per question), final_kv_bytes
+//      and decode_compressions, and the shared_costs bits kSharedSelect and kSharedEvict
 // This build writes kSchemaVersion and reads every version from kOldestReadableSchemaVersion on
 // (a version-1 shard's `backend` member is read as attention_backend; records of versions before 4
 // read with both digests 0 = unknown, of versions before 5 with the cost times NaN, peak_kv_bytes,
-// shared_costs and threads 0 and device unknown); anything else is refused with an error naming the
+// shared_costs and threads 0 and device unknown, of versions before 6 as question 0 of 1 with
+// final_kv_bytes 0 and decode_compressions 0); anything else is refused with an error naming the
 // file and both versions.
 #pragma once
 
@@ -22,7 +26,7 @@
 
 namespace kvaudit::records {
 
-inline constexpr std::int64_t kSchemaVersion = 5;
+inline constexpr std::int64_t kSchemaVersion = 6;
 inline constexpr std::int64_t kOldestReadableSchemaVersion = 1;
 
 }  // namespace kvaudit::records

@@ -1,4 +1,5 @@
-// Reading and validating shards, and merging a study directory into records unique by cell_id.
+// Reading and validating shards, and merging a study directory into records unique by
+// (cell_id, question).
 #include "suite/records/shard_reader.h"
 
 #include <algorithm>
@@ -227,12 +228,27 @@ constexpr std::size_t kMaxListedConflicts = 20;
 
 struct Conflict {
   std::uint64_t cell_id = 0;
+  std::uint32_t question = 0;
   std::filesystem::path first_file;
   std::filesystem::path second_file;
   std::vector<std::string> fields;
 };
 
-// Merges records into `study`, unique by cell_id (see read_study in shard_reader.h).
+// A record's key: its cell and, under the reuse protocol, its question (a reuse cell writes one
+// record per question of its context; docs/RECORDS.md §Versions, schema 6).
+struct RecordKey {
+  std::uint64_t cell_id = 0;
+  std::uint32_t question = 0;
+  bool operator==(const RecordKey&) const = default;
+};
+struct RecordKeyHash {
+  std::size_t operator()(const RecordKey& key) const {
+    return std::hash<std::uint64_t>{}(key.cell_id ^
+                                      (std::uint64_t{key.question} * 0x9E3779B97F4A7C15ULL));
+  }
+};
+
+// Merges records into `study`, unique by (cell_id, question) (see read_study in shard_reader.h).
 class StudyMerger {
  public:
   explicit StudyMerger(StudyRecords& study) : study_(study) {}
@@ -240,7 +256,8 @@ class StudyMerger {
   enum class Added { added, identical, retried, kept_retry, conflict };
 
   Added add(CellRecord record, const std::filesystem::path& file, bool temporary) {
-    const auto [it, inserted] = index_.try_emplace(record.cell_id, study_.records.size());
+    const auto [it, inserted] =
+        index_.try_emplace(RecordKey{record.cell_id, record.question}, study_.records.size());
     if (inserted) {
       owner_.push_back(file);
       study_.records.push_back(std::move(record));
@@ -253,11 +270,13 @@ class StudyMerger {
     const std::vector<std::string> fields = differing_content_fields(kept, record);
     if (fields.empty()) {
       // A .tmp repeating a published record is what salvage expects (counted there instead).
-      if (!temporary) study_.duplicates.push_back({record.cell_id, owner_[at], file});
+      if (!temporary) {
+        study_.duplicates.push_back({record.cell_id, owner_[at], file, record.question});
+      }
       return Added::identical;
     }
     if (is_retryable_status(kept.status) && record.attempt > kept.attempt) {
-      study_.retried.push_back({record.cell_id, owner_[at], file, kept.status});
+      study_.retried.push_back({record.cell_id, owner_[at], file, kept.status, record.question});
       if (study_.from_temporary[at] != temporary) {
         if (temporary) {
           --study_.n_from_published;
@@ -271,10 +290,10 @@ class StudyMerger {
       return Added::retried;
     }
     if (is_retryable_status(record.status) && kept.attempt > record.attempt) {
-      study_.retried.push_back({record.cell_id, file, owner_[at], record.status});
+      study_.retried.push_back({record.cell_id, file, owner_[at], record.status, record.question});
       return Added::kept_retry;
     }
-    conflicts_.push_back({record.cell_id, owner_[at], file, fields});
+    conflicts_.push_back({record.cell_id, record.question, owner_[at], file, fields});
     return Added::conflict;
   }
 
@@ -288,8 +307,9 @@ class StudyMerger {
            "directory):";
     for (std::size_t i = 0; i < conflicts_.size() && i < kMaxListedConflicts; ++i) {
       const Conflict& c = conflicts_[i];
-      out << "\n  cell " << c.cell_id << ": " << c.first_file.string() << " and "
-          << c.second_file.string() << " differ in ";
+      out << "\n  cell " << c.cell_id;
+      if (c.question != 0) out << " question " << c.question;
+      out << ": " << c.first_file.string() << " and " << c.second_file.string() << " differ in ";
       for (std::size_t f = 0; f < c.fields.size(); ++f) out << (f ? ", " : "") << c.fields[f];
     }
     if (conflicts_.size() > kMaxListedConflicts) {
@@ -300,8 +320,8 @@ class StudyMerger {
 
  private:
   StudyRecords& study_;
-  std::unordered_map<std::uint64_t, std::size_t> index_;  // cell_id -> index in study_.records
-  std::vector<std::filesystem::path> owner_;              // parallel to study_.records
+  std::unordered_map<RecordKey, std::size_t, RecordKeyHash> index_;  // -> index in study_.records
+  std::vector<std::filesystem::path> owner_;                         // parallel to study_.records
   std::vector<Conflict> conflicts_;
 };
 

@@ -6,11 +6,11 @@
 // kvaudit::InputError("<file>: <what is wrong>") otherwise.
 // read_study verifies every published shard (part-*.h5, in name order) against its SHA-256
 // sidecar BEFORE HDF5 parses it (shard_checksum.h), reads shards no checksum vouches for in a child
-// process first (isolated_read.h), merges them into records unique by cell_id (identical
-// duplicates are a note; duplicates whose content differs are an InputError naming both shards and
-// the fields, except a failed record replaced by a later attempt's retry), reports leftover
-// temporary shards (part-*.h5.tmp), and optionally salvages their flushed, digest-verified records
-// for cells no published shard holds.
+// process first (isolated_read.h), merges them into records unique by (cell_id, question)
+// (identical duplicates are a note; duplicates whose content differs are an InputError naming both
+// shards and the fields, except a failed record replaced by a later attempt's retry), reports
+// leftover temporary shards (part-*.h5.tmp), and optionally salvages their flushed, digest-verified
+// records for cells no published shard holds.
 #pragma once
 
 #include <chrono>
@@ -115,6 +115,7 @@ struct DuplicateCell {
   std::uint64_t cell_id = 0;
   std::filesystem::path first_file;      // the shard whose record was kept
   std::filesystem::path duplicate_file;  // the shard whose record was not counted
+  std::uint32_t question = 0;            // the record's question (reuse; 0 otherwise)
 };
 
 // A failed record (oom, error) replaced by the record of a later attempt (`run --retry-failed`).
@@ -123,11 +124,13 @@ struct RetriedCell {
   std::filesystem::path failed_file;  // the shard holding the failed record (not used)
   std::filesystem::path retry_file;   // the shard holding the later attempt's record (used)
   CellStatus failed_status = CellStatus::error;
+  std::uint32_t question = 0;  // the record's question (reuse; 0 otherwise)
 };
 
 struct StudyRecords {
-  // Unique by cell_id: records of published shards in shard-name and row order, then salvaged
-  // records. The first n_from_published come from published shards.
+  // Unique by (cell_id, question) — a reuse cell has one record per question of its context, the
+  // other protocols one record per cell: records of published shards in shard-name and row order,
+  // then salvaged records. The first n_from_published come from published shards.
   std::vector<CellRecord> records;
   // Parallel to `records`: whether the record comes from a temporary shard (salvage).
   std::vector<bool> from_temporary;

@@ -1,5 +1,5 @@
-// Accuracy with Clopper–Pearson / Hoeffding intervals, Bonferroni over the family (see
-// accuracy.h).
+// Accuracy with Clopper–Pearson / Hoeffding / cluster-bootstrap intervals, Bonferroni over the
+// family (see accuracy.h).
 #include "suite/reduce/accuracy.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "statistics/clopper_pearson.h"
+#include "statistics/cluster_bootstrap.h"
 
 namespace kvaudit::reduce {
 namespace {
@@ -18,7 +19,38 @@ using RowTuple = std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uin
 struct RowAcc {
   AccuracyRow row;
   bool binary = true;
+  bool reuse = false;
+  // Reuse rows: (context, question, utility) of every usable row, for the cluster bootstrap.
+  std::vector<std::tuple<std::int64_t, std::uint32_t, double>> clustered;
 };
+
+// The cluster bootstrap of a reuse row's mean (arm B = 0, one stratum: the task) at level 1 − a;
+// the percentile interval of statistics/cluster_bootstrap.h.
+void cluster_bootstrap_interval(const AnalysisContext& ctx, RowAcc& acc, double a) {
+  std::sort(acc.clustered.begin(), acc.clustered.end());
+  stats::ClusteredPairedComparison cmp;
+  cmp.name = "accuracy";
+  stats::ClusteredPairedStratum st;
+  st.id = acc.row.task;
+  for (const auto& [context, question, utility] : acc.clustered) {
+    st.arm_a.push_back(utility);
+    st.arm_b.push_back(0.0);
+    st.cluster.push_back(static_cast<std::uint32_t>(context));  // < 2^24 (cell_lookup.h)
+  }
+  cmp.strata.push_back(std::move(st));
+  stats::BootstrapOptions options;
+  options.resamples = ctx.bootstrap.resamples;
+  options.seed = ctx.bootstrap.seed;
+  options.confidence = 1 - a;
+  options.aggregate = stats::Aggregate::pooled;
+  options.threads = ctx.bootstrap.threads;
+  const auto b = stats::cluster_paired_bootstrap(cmp, options);
+  acc.row.mean = b.estimate;
+  acc.row.lower = std::max(0.0, b.lower);
+  acc.row.upper = std::min(1.0, b.upper);
+  acc.row.contexts = b.clusters;
+  acc.row.interval = "cluster-bootstrap";
+}
 
 Value finite(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
 
@@ -51,6 +83,10 @@ Accuracy compute_accuracy(const AnalysisContext& ctx) {
       case CellState::ok:
         ++r.n;
         r.sum += c.score;
+        if (is_reuse(c)) {
+          acc.reuse = true;
+          acc.clustered.emplace_back(c.instance, c.question, c.score);
+        }
         if (c.score != 0.0 && c.score != 1.0) acc.binary = false;
         ++s.row.n;
         s.sum += c.score;
@@ -80,10 +116,14 @@ Accuracy compute_accuracy(const AnalysisContext& ctx) {
   const stats::Family family = out.family.family();
   const double a = out.family.per_comparison_alpha();
   for (auto& [key, acc] : rows) {
+    std::tie(acc.row.model, acc.row.backend, acc.row.benchmark, acc.row.protocol, acc.row.method,
+             acc.row.budget, acc.row.task) = key;
+    if (acc.reuse && acc.row.n > 0) cluster_bootstrap_interval(ctx, acc, a);
     AccuracyRow r = acc.row;
-    std::tie(r.model, r.backend, r.benchmark, r.protocol, r.method, r.budget, r.task) = key;
     if (r.n == 0) {
       r.mean = r.lower = r.upper = std::nan("");
+    } else if (acc.reuse) {
+      // computed above: the questions of a context are not independent
     } else if (acc.binary) {
       const auto x = static_cast<std::int64_t>(std::llround(r.sum));
       const auto ci = stats::clopper_pearson_interval(x, r.n, out.family.alpha, family);
@@ -120,6 +160,11 @@ std::vector<Table> accuracy_tables(const AnalysisContext& ctx, const Accuracy& a
         "usable instances (n). Interval at level 1 − α/m over the family: Clopper–Pearson when "
         "every utility is 0 or 1, Hoeffding (mean ± √(ln(2m/α)/(2n))) for fractional "
         "utilities.";
+    const bool reuse = ctx.frame.has_reuse();
+    if (reuse)
+      t.description +=
+          " Reuse cells (n counts (context, question) pairs): the percentile interval of the "
+          "cluster bootstrap of the mean, which resamples contexts.";
     for (const char* name :
          {"model", "backend", "benchmark", "task", "protocol", "method", "budget"})
       t.add_column(name, ColumnType::text);
@@ -140,9 +185,10 @@ std::vector<Table> accuracy_tables(const AnalysisContext& ctx, const Accuracy& a
                         finite(r.upper), r.interval, r.excluded, r.failed, r.missing, r.partial()});
     }
     add_family_attributes(t, acc.family);
-    t.add_attribute("interval",
-                    "two-sided at 1 - alpha/m: Clopper-Pearson (0/1 utilities) or "
-                    "Hoeffding (fractional utilities)");
+    t.add_attribute("interval", std::string("two-sided at 1 - alpha/m: Clopper-Pearson (0/1 "
+                                            "utilities) or Hoeffding (fractional utilities)") +
+                                    (reuse ? "; reuse cells: cluster bootstrap" : ""));
+    if (reuse) t.notes.push_back(kReuseIntervalNote);
     t.write_latex = t.rows.size() <= 400;
     t.markdown_row_limit = 40;
     out.push_back(std::move(t));

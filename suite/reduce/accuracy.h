@@ -7,6 +7,11 @@
 // Fractional utilities (e.g. RULER multi-value recall, LongBench F1): Clopper–Pearson does not
 // apply; the interval is Hoeffding's, mean ± √(ln(2m/α) / (2n)) clipped to [0, 1], valid for any
 // utilities in [0, 1] at the same level 1 − α/m (Hoeffding 1963, Theorem 1).
+// Reuse cells (one row per (context, question)): the questions of a context are not independent,
+// so neither interval applies; the interval is the percentile interval of the stratified cluster
+// bootstrap of the mean (statistics/cluster_bootstrap.h with arm B = 0, the task's one stratum,
+// cluster = context), at the same level 1 − α/m, with the reduce's B and seed
+// (docs/design/reuse.md §Reduce).
 // A second table gives the mean utility per (model, backend, benchmark, protocol, method, budget)
 // over all tasks' usable instances (descriptive; the accuracy-vs-compression figure plots it).
 #pragma once
@@ -29,12 +34,13 @@ struct AccuracyRow {
   std::uint8_t protocol = 0;
   std::int16_t method = -1;
   std::uint16_t budget = 0;
-  std::int64_t n = 0;  // usable instances
-  double sum = 0;      // Σ utilities
-  double mean = 0;     // NaN when n = 0
+  std::int64_t n = 0;         // usable instances (reuse: (context, question) pairs)
+  std::int64_t contexts = 0;  // reuse: contexts resampled; 0 otherwise
+  double sum = 0;             // Σ utilities
+  double mean = 0;            // NaN when n = 0
   double lower = 0;
   double upper = 1;
-  std::string interval;  // "clopper-pearson", "hoeffding" or "" when n = 0
+  std::string interval;  // "clopper-pearson", "hoeffding", "cluster-bootstrap" or "" when n = 0
   std::int64_t excluded = 0;
   std::int64_t failed = 0;
   std::int64_t missing = 0;

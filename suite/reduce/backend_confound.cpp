@@ -102,6 +102,8 @@ BackendConfound compute_backend_confound(const AnalysisContext& ctx) {
       selections;
   for (const FrameCell& c : f.cells) {
     if (c.method < 0 || c.backend != kSdpa || c.state != CellState::ok) continue;
+    // A reuse cell's kept set is the cell's, the same in its k records: count it once.
+    if (c.question > 0) continue;
     const auto partner = ctx.lookup.on_backend(c, kEager);
     if (!partner) continue;
     const FrameCell& e = f.cells[*partner];

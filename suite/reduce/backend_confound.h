@@ -53,7 +53,8 @@ struct SelectionAgreement {
   std::uint8_t protocol = 0;
   std::int16_t method = 0;
   std::uint16_t budget = 0;
-  std::int64_t pairs = 0;      // instances with an ok cell under both backends
+  std::int64_t pairs =
+      0;  // instances with an ok cell under both backends (reuse: contexts, by question 0)
   std::int64_t identical = 0;  // of them, equal kept digests
   std::int64_t different = 0;
   std::int64_t unknown = 0;  // a record without a kept digest

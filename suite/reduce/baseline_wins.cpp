@@ -65,10 +65,10 @@ BaselineWins compute_baseline_wins(const AnalysisContext& ctx) {
     const RowKey key{c.model, c.backend, c.benchmark, c.protocol, c.method, c.budget};
     if (ch.partial) pairs.mark_partial(key);
     if (ch.chosen < 0) {
-      pairs.add_values(key, c.task, c.instance, CellState::missing, 0, 0);
+      pairs.add_values(key, c.task, c.instance, c.question, is_reuse(c), CellState::missing, 0, 0);
       continue;
     }
-    const auto partner = ctx.lookup.cell(c.unit, ch.chosen, c.budget, c.protocol);
+    const auto partner = ctx.lookup.cell(c.unit, ch.chosen, c.budget, c.protocol, c.question);
     if (!partner) continue;
     pairs.add(key, c, f.cells[*partner]);
   }

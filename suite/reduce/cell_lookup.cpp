@@ -16,12 +16,12 @@ std::uint64_t unit_key(std::uint16_t model, std::uint8_t backend, std::uint32_t 
 
 }  // namespace
 
-std::uint64_t CellLookup::cell_key(std::uint32_t unit, std::int16_t method, std::uint16_t budget,
-                                   std::uint8_t protocol) {
-  // unit (32 bits) | method + 1 (15) | budget (16) | protocol (1)
-  return (static_cast<std::uint64_t>(unit) << 32) |
-         (static_cast<std::uint64_t>(static_cast<std::uint16_t>(method + 1) & 0x7fffu) << 17) |
-         (static_cast<std::uint64_t>(budget) << 1) | (protocol & 1u);
+CellLookup::Key CellLookup::cell_key(std::uint32_t unit, std::int16_t method, std::uint16_t budget,
+                                     std::uint8_t protocol, std::uint32_t question) {
+  return Key{(static_cast<std::uint64_t>(unit) << 32) |
+                 (static_cast<std::uint64_t>(static_cast<std::uint16_t>(method + 1)) << 16) |
+                 budget,
+             (static_cast<std::uint64_t>(protocol) << 32) | question};
 }
 
 CellLookup::CellLookup(const StudyFrame& frame) : frame_(&frame) {
@@ -33,14 +33,15 @@ CellLookup::CellLookup(const StudyFrame& frame) : frame_(&frame) {
     if (c.instance < 0 || c.instance > 0xffffff)
       throw InputError("instance index " + std::to_string(c.instance) +
                        " is beyond what reduce can index (2^24)");
-    cells_.emplace(cell_key(c.unit, c.method, c.budget, c.protocol), i);
+    cells_.emplace(cell_key(c.unit, c.method, c.budget, c.protocol, c.question), i);
     units_.emplace(unit_key(c.model, c.backend, c.task, c.instance), c.unit);
   }
 }
 
 std::optional<std::size_t> CellLookup::cell(std::uint32_t unit, std::int16_t method,
-                                            std::uint16_t budget, std::uint8_t protocol) const {
-  const auto it = cells_.find(cell_key(unit, method, budget, protocol));
+                                            std::uint16_t budget, std::uint8_t protocol,
+                                            std::uint32_t question) const {
+  const auto it = cells_.find(cell_key(unit, method, budget, protocol, question));
   if (it == cells_.end()) return std::nullopt;
   return it->second;
 }
@@ -55,7 +56,7 @@ std::optional<std::uint32_t> CellLookup::unit(std::uint16_t model, std::uint8_t 
 std::optional<std::size_t> CellLookup::on_backend(const FrameCell& c, std::uint8_t backend) const {
   const auto u = unit(c.model, backend, c.task, c.instance);
   if (!u) return std::nullopt;
-  return cell(*u, c.method, c.budget, c.protocol);
+  return cell(*u, c.method, c.budget, c.protocol, c.question);
 }
 
 }  // namespace kvaudit::reduce

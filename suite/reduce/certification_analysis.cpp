@@ -293,6 +293,15 @@ Certification compute_certification(const AnalysisContext& ctx) {
         }
       }
 
+      // The LTT binomial p-value needs independent requests; the questions of a reuse context
+      // share its compression, and no context-level risk is defined yet (docs/design/reuse.md
+      // §Reduce), so a reuse block is reported, not certified.
+      if (*protocol_value == Protocol::reuse) {
+        run.computed = false;
+        run.not_computed_reason = kReuseNotCertified;
+        out.runs.push_back(std::move(run));
+        continue;
+      }
       if (input.candidates.empty() || input.candidates[0].calibration_violations.empty()) {
         run.computed = false;
         run.not_computed_reason = "no usable calibration request";

@@ -12,6 +12,10 @@
 // certification_task_risk family (m from the lock) when declared, else over the block's tasks
 // (stats::certify's family); flagged when the lower bound exceeds ε.
 // The contract itself was checked against the lock when the study was loaded (lock_check.h).
+// Reuse blocks (protocol = "reuse") are not certified: the LTT binomial p-value needs independent
+// requests and the questions of one context share its compression; until a context-level risk is
+// defined (docs/design/reuse.md §Reduce), such a run is reported with computed = false and
+// kReuseNotCertified as its reason (its request counts are those of question 0).
 //
 // Contract kinds (manifest risk(s), bound, loss_epsilon, procedure, starts, per_task; see
 // statistics/certification.h): losses L_ij = clip(U_full − U_λj, 0, 1), a missing or failed cell
@@ -35,6 +39,10 @@
 #include "suite/reduce/table.h"
 
 namespace kvaudit::reduce {
+
+inline constexpr const char* kReuseNotCertified =
+    "reuse cells are not certified: the Learn-then-Test binomial p-value needs independent "
+    "requests, and the questions of one context share its compression";
 
 struct CertificationRun {
   std::size_t block = 0;  // index into Manifest::certifications

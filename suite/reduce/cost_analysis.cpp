@@ -60,12 +60,15 @@ std::string joined(const std::set<T>& values) {
 }  // namespace
 
 std::string shared_cost_names(std::uint32_t bits) {
-  static constexpr std::array<std::pair<std::uint32_t, const char*>, 5> names{{
+  // select and evict: a reuse cell's one selection and eviction, shared by its questions.
+  static constexpr std::array<std::pair<std::uint32_t, const char*>, 7> names{{
       {records::kSharedPrefill, "prefill"},
       {records::kSharedCapture, "capture"},
       {records::kSharedExtraPass, "extra_pass"},
       {records::kSharedFeed, "feed"},
       {records::kSharedDecode, "decode"},
+      {records::kSharedSelect, "select"},
+      {records::kSharedEvict, "evict"},
   }};
   std::string out;
   for (const auto& [bit, name] : names) {

@@ -12,6 +12,10 @@
 //               does not have counts 0), over the ok cells with costs; the shared steps are the
 //               cell's apportioned shares (shared_costs), so the times of a unit's cells add up to
 //               the unit's measured time. The steps' means are in the table too.
+// Reuse cells count once per record (per (context, question)): the record's select and evict
+// times are its equal share of the cell's one selection and eviction (shared bits select, evict),
+// so a reuse point's time is the cost per answered question, and its k records add up to the
+// cell's measured time like the cells of a unit do.
 // Records of older shards have no costs: a group without any is left out of the time front, and a
 // study without any gets no cost tables or figures (the report says so instead).
 #pragma once

@@ -34,6 +34,7 @@ Coverage compute_coverage(const StudyFrame& frame) {
     if (c.state == CellState::missing) cov.missing.push_back(i);
   }
   cov.complete = cov.missing.empty();
+  cov.reuse = frame.has_reuse();
   cov.duplicates = frame.study->records.duplicates.size();
   cov.unexpected = frame.unexpected_records.size();
   cov.salvaged = frame.study->records.records.size() - frame.study->records.n_from_published;
@@ -71,6 +72,8 @@ std::vector<Table> coverage_tables(const StudyFrame& frame, const Coverage& cov)
         "the plan, failed (status error, oom or abandoned, or ok without a score) and missing "
         "(no record). A group with a missing or failed cell makes every number computed from it "
         "partial.";
+    if (cov.reuse)
+      t.description += " A reuse cell counts once per question of its context (one record each).";
     for (const char* name : {"model", "backend", "benchmark", "protocol", "method"})
       t.add_column(name, ColumnType::text);
     for (const char* name : {"expected", "ok", "excluded", "failed", "missing"})
@@ -121,12 +124,24 @@ std::vector<Table> coverage_tables(const StudyFrame& frame, const Coverage& cov)
       t.add_column(name, ColumnType::text);
     t.add_column("instance", ColumnType::integer);
     for (const char* name : {"protocol", "method", "budget"}) t.add_column(name, ColumnType::text);
+    // Reuse studies: a reuse cell has one row per question ("" when its question count is
+    // unknown: no record of its context).
+    const bool reuse = frame.has_reuse();
+    if (reuse) {
+      t.add_column("question", ColumnType::text);
+      t.description += " Reuse cells: one row per missing question of the context.";
+    }
     for (std::size_t i : cov.missing) {
       const FrameCell& c = frame.cells[i];
       t.rows.push_back({id_hex(c.cell_id), frame.model_name(c), frame.backend_name(c),
                         frame.benchmark_name(c), frame.tasks[c.task].name, c.instance,
                         frame.protocol_name(c), frame.method_name(c),
                         frame.budgets[c.budget].label});
+      if (reuse)
+        t.rows.back().emplace_back(!is_reuse(c) || c.n_questions > 0
+                                       ? std::to_string(c.question) + " of " +
+                                             std::to_string(std::max(c.n_questions, 1u))
+                                       : std::string("all (count unknown)"));
     }
     t.markdown_row_limit = 40;
     t.write_latex = false;

@@ -36,6 +36,7 @@ struct Coverage {
   std::size_t duplicates = 0;        // cells in more than one published shard (counted once)
   std::size_t unexpected = 0;        // records of cells the manifest does not expand to
   std::size_t salvaged = 0;          // records taken from unpublished shards
+  bool reuse = false;                // the frame has reuse rows: counts are per (cell, question)
   // (model, backend, benchmark, protocol, method) -> counts
   std::map<std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uint8_t, std::int16_t>,
            StateCounts>

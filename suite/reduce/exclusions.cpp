@@ -70,7 +70,8 @@ std::vector<Table> exclusion_tables(const StudyFrame& frame) {
     for (const auto& [key, n] : counts) {
       const auto& [model, backend, task, reason] = key;
       const TaskInfo& ti = frame.tasks[task];
-      t.rows.push_back({m.models[model].name, std::string(manifest::kAttentionBackendNames[backend]),
+      t.rows.push_back({m.models[model].name,
+                        std::string(manifest::kAttentionBackendNames[backend]),
                         m.benchmarks[ti.benchmark].name, ti.name,
                         static_cast<std::int64_t>(n.units.size()), ti.instances, n.cells, reason});
     }

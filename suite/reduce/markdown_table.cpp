@@ -78,6 +78,7 @@ void write_markdown_table(std::ostream& out, const Table& t, const std::string& 
   if (const std::size_t partial = t.partial_rows(); partial > 0)
     out << "† partial: " << partial << " of " << t.rows.size()
         << " rows are computed from groups with missing or failed cells.\n\n";
+  for (const auto& note : t.notes) out << note << "\n\n";
 }
 
 }  // namespace kvaudit::reduce

@@ -11,17 +11,20 @@ CellState pair_state(CellState a, CellState b) {
 }
 
 void PairAccumulator::add(const RowKey& key, const FrameCell& a, const FrameCell& b) {
-  add_values(key, a.task, a.instance, pair_state(a.state, b.state), a.score, b.score);
+  add_values(key, a.task, a.instance, a.question, is_reuse(a) || is_reuse(b),
+             pair_state(a.state, b.state), a.score, b.score);
 }
 
 void PairAccumulator::add_values(const RowKey& key, std::uint32_t task, std::int64_t instance,
-                                 CellState state, double a, double b) {
+                                 std::uint32_t question, bool reuse, CellState state, double a,
+                                 double b) {
   Row& row = rows_[key];
   ++row.expected_pairs;
+  if (reuse) row.clustered = true;
   switch (state) {
     case CellState::ok: {
       ++row.used_pairs;
-      Sums& s = row.per_instance[{task, instance}];
+      Sums& s = row.per_instance[{task, instance, question}];
       s.a += a;
       s.b += b;
       ++s.pairs;
@@ -42,8 +45,7 @@ std::vector<PairedInstance> PairAccumulator::instances(const Row& row) {
   out.reserve(row.per_instance.size());
   for (const auto& [key, s] : row.per_instance) {
     PairedInstance p;
-    p.task = key.first;
-    p.instance = key.second;
+    std::tie(p.task, p.instance, p.question) = key;
     p.a = s.pairs == 1 ? s.a : s.a / s.pairs;
     p.b = s.pairs == 1 ? s.b : s.b / s.pairs;
     p.pairs = s.pairs;

@@ -40,6 +40,7 @@ PairedAnalysis run_paired_analysis(const AnalysisContext& ctx, const PairAccumul
     for (std::size_t i = 0; i < dims.size(); ++i)
       pr.name += (i ? "/" : "") + ctx.label(dims[i], key[i]);
     pr.instances = PairAccumulator::instances(row);
+    pr.clustered = row.clustered;
     pr.family = &out.family;
     rows.push_back(std::move(pr));
   }
@@ -65,6 +66,9 @@ Table paired_analysis_table(const AnalysisContext& ctx, const PairedAnalysis& a,
     t.rows.push_back(std::move(row));
   }
   add_paired_attributes(t, ctx.bootstrap, a.family);
+  if (std::any_of(a.rows.begin(), a.rows.end(),
+                  [](const PairedAnalysisRow& r) { return r.result.clustered; }))
+    t.notes.push_back(kReuseIntervalNote);
   return t;
 }
 

@@ -16,6 +16,15 @@
 // Common random numbers: a task stratum that holds every instance of its task has the task's id,
 // so all comparisons on that task resample the same instances; a stratum with instances missing
 // gets its own id (one per distinct instance set).
+// Reuse (docs/design/reuse.md §Reduce): a row with a reuse cell on either arm (`clustered`) pairs
+// by (task, context, question) and runs through the stratified paired cluster bootstrap
+// (statistics/cluster_bootstrap.h; cluster = the context, stratum = the task as above), with the
+// same B, seed, Philox keying, percentile intervals and p-values; never McNemar (its pairs would
+// not be independent). Its task stratum keeps the task's id when it holds every context of the
+// task with the cluster sizes of the first such stratum seen (common random numbers need equal
+// cluster sizes), else a subset id per distinct (context, question) set. With one question per
+// context the result equals the per-question bootstrap bit for bit. `estimate`, `instances` and
+// the means count (context, question) pairs; `clusters` counts contexts.
 #pragma once
 
 #include <cstdint>
@@ -35,8 +44,9 @@ struct BootstrapSettings {
 };
 
 struct PairedInstance {
-  std::uint32_t task = 0;  // global task id (the stratum)
-  std::int64_t instance = 0;
+  std::uint32_t task = 0;      // global task id (the stratum)
+  std::int64_t instance = 0;   // the benchmark instance; under reuse the context
+  std::uint32_t question = 0;  // the question of the context (reuse), else 0
   double a = 0;
   double b = 0;
   int pairs = 1;  // cell pairs averaged into a and b
@@ -44,14 +54,17 @@ struct PairedInstance {
 
 struct PairedRow {
   std::string name;
-  std::vector<PairedInstance> instances;  // any order; (task, instance) unique
+  std::vector<PairedInstance> instances;  // any order; (task, instance, question) unique
   const ResolvedFamily* family = nullptr;
+  bool clustered = false;  // resample contexts (a reuse arm): the cluster bootstrap
 };
 
 struct PairedRowResult {
   bool empty = true;  // no instance: nothing was computed
   std::int64_t instances = 0;
   std::int64_t strata = 0;
+  std::int64_t clusters = 0;  // contexts resampled (clustered rows), else = instances
+  bool clustered = false;     // the interval resamples contexts (cluster bootstrap)
   double mean_a = 0;
   double mean_b = 0;
   double estimate = 0;  // Δ̂ = mean(a − b)
@@ -61,7 +74,7 @@ struct PairedRowResult {
   double family_upper = 0;
   double p_bootstrap = 1;    // one-sided, H1: Δ > 0
   double p_two_sided = 1;    // bootstrap, two-sided
-  std::string test;          // "bootstrap" or "mcnemar-exact"
+  std::string test;          // "bootstrap", "cluster-bootstrap" or "mcnemar-exact"
   double p_test = 1;         // the one-sided p of `test`
   double p_test_less = 1;    // the same test for the other side, H1: Δ < 0
   bool significant = false;  // p_test ≤ alpha/m

@@ -226,8 +226,13 @@ ReduceResult reduce_study(const ReduceOptions& options) {
   if (!m.certifications.empty())
     doc.sections.push_back(
         {"Risk certification",
-         "Per preregistered block and model; the contract (τ, ε, δ), the "
-         "candidate order and the split were checked against the lock.",
+         std::string("Per preregistered block and model; the contract (τ, ε, δ), the "
+                     "candidate order and the split were checked against the lock.") +
+             (ctx.frame.has_reuse() ? std::string(" Reuse cells are not certified: the "
+                                                  "Learn-then-Test binomial p-value needs "
+                                                  "independent requests, and the questions of "
+                                                  "one context share its compression.")
+                                    : std::string()),
          tables({"certification", "certification_candidates", "certification_task_risk"}),
          figures("risk_")});
   if (!res.protocol_gap.per_budget.rows.empty())

@@ -10,8 +10,8 @@
 #include <string>
 #include <system_error>
 
-#include "suite/common/atomic_file.h"
 #include "base/errors.h"
+#include "suite/common/atomic_file.h"
 
 namespace kvaudit::reduce {
 

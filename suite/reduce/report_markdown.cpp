@@ -30,6 +30,8 @@ void write_report_markdown(const std::filesystem::path& file, const ReportDocume
              "marked partial († in the tables, `partial` = true in the CSV and summary.h5). The "
              "missing cells are listed in tables/missing_cells.csv.\n\n";
     }
+    if (c.reuse)
+      out << "- Reuse cells count once per question of their context (one record each).\n";
     if (c.duplicates > 0)
       out << "- " << c.duplicates
           << " cells are recorded in more than one published shard; each is counted once.\n";

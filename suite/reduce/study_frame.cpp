@@ -28,6 +28,54 @@ std::string budget_label(manifest::BudgetKind kind, double value) {
                    "'; the shards do not belong to this manifest's expansion");
 }
 
+// Checks a record against its row and sets the row's record, status, score and state.
+void match_record(const LoadedStudy& study, const StudyFrame& f, const records::CellRecord& r,
+                  FrameCell& fc) {
+  if (r.model != f.model_name(fc))
+    contradiction(study, r.cell_id, "model", r.model, f.model_name(fc));
+  if (r.task != f.tasks[fc.task].name)
+    contradiction(study, r.cell_id, "task", r.task, f.tasks[fc.task].name);
+  if (records::enum_name(r.attention_backend) != f.backend_name(fc))
+    contradiction(study, r.cell_id, "attention_backend",
+                  std::string(records::enum_name(r.attention_backend)), f.backend_name(fc));
+  if (records::enum_name(r.protocol) != f.protocol_name(fc))
+    contradiction(study, r.cell_id, "protocol", std::string(records::enum_name(r.protocol)),
+                  f.protocol_name(fc));
+  if (static_cast<std::int64_t>(r.instance) != fc.instance)
+    contradiction(study, r.cell_id, "instance", std::to_string(r.instance),
+                  std::to_string(fc.instance));
+  if (static_cast<int>(r.split) != static_cast<int>(fc.split))
+    contradiction(study, r.cell_id, "split", std::string(records::enum_name(r.split)),
+                  std::string(records::enum_name(static_cast<records::Split>(fc.split))));
+  if (fc.method >= 0 && r.method != f.method_name(fc))
+    contradiction(study, r.cell_id, "method", r.method, f.method_name(fc));
+  fc.record = &r;
+  fc.status = r.status;
+  fc.realised_retention = r.realised_retention;
+  switch (r.status) {
+    case records::CellStatus::ok:
+      if (std::isfinite(r.score)) {
+        if (r.score < 0 || r.score > 1)
+          throw InputError((study.results_dir / "shards").string() + ": the record of cell " +
+                           id_hex(r.cell_id) + " has score " + manifest::format_number(r.score) +
+                           "; reduce expects utilities in [0, 1] (docs/REPORT.md)");
+        fc.state = CellState::ok;
+        fc.score = r.score;
+      } else {
+        fc.state = CellState::failed;  // ok but not scored: cannot be used
+      }
+      break;
+    case records::CellStatus::excluded:
+      fc.state = CellState::excluded;
+      break;
+    case records::CellStatus::oom:
+    case records::CellStatus::error:
+    case records::CellStatus::abandoned:
+      fc.state = CellState::failed;
+      break;
+  }
+}
+
 }  // namespace
 
 const char* cell_state_name(CellState s) {
@@ -69,6 +117,14 @@ std::string StudyFrame::method_name(const FrameCell& c) const {
 }
 std::string StudyFrame::method_id(const FrameCell& c) const {
   return c.method < 0 ? "full" : manifest().methods[static_cast<std::size_t>(c.method)].method;
+}
+
+bool is_reuse(const FrameCell& c) {
+  return c.protocol == static_cast<std::uint8_t>(Protocol::reuse);
+}
+
+bool StudyFrame::has_reuse() const {
+  return std::any_of(cells.begin(), cells.end(), [](const FrameCell& c) { return is_reuse(c); });
 }
 
 bool StudyFrame::is_trivial_baseline(const FrameCell& c) const {
@@ -160,11 +216,45 @@ StudyFrame build_frame(const LoadedStudy& study) {
     f.budgets.push_back(b);
   }
 
-  f.cells.resize(ex.cells.size());
+  // The records of each expected cell (indices into recs), and k per reuse unit.
+  const auto& recs = study.records.records;
+  std::vector<std::vector<std::size_t>> cell_records(ex.cells.size());
+  std::map<std::uint32_t, std::pair<std::uint32_t, std::uint64_t>> unit_questions;  // k, cell id
+  for (std::size_t ri = 0; ri < recs.size(); ++ri) {
+    const records::CellRecord& r = recs[ri];
+    const auto it =
+        std::lower_bound(ex.cells.begin(), ex.cells.end(), r.cell_id,
+                         [](const manifest::Cell& c, std::uint64_t id) { return c.id < id; });
+    if (it == ex.cells.end() || it->id != r.cell_id) {
+      f.unexpected_records.push_back(ri);
+      continue;
+    }
+    cell_records[static_cast<std::size_t>(it - ex.cells.begin())].push_back(ri);
+    if (it->protocol != Protocol::reuse) {
+      if (r.question != 0 || r.n_questions != 1)
+        contradiction(study, r.cell_id, "question",
+                      std::to_string(r.question) + " of " + std::to_string(r.n_questions),
+                      "0 of 1 (one question per cell outside the reuse protocol)");
+      continue;
+    }
+    if (r.n_questions == 0 || r.question >= r.n_questions)
+      throw InputError((study.results_dir / "shards").string() + ": the record of cell " +
+                       id_hex(r.cell_id) + " has question " + std::to_string(r.question) +
+                       " of n_questions " + std::to_string(r.n_questions) +
+                       "; a question index must be below n_questions");
+    const auto [at, fresh] = unit_questions.emplace(it->unit, std::pair{r.n_questions, r.cell_id});
+    if (!fresh && at->second.first != r.n_questions)
+      throw InputError((study.results_dir / "shards").string() + ": the records of cells " +
+                       id_hex(at->second.second) + " and " + id_hex(r.cell_id) +
+                       " (one context) disagree on n_questions (" +
+                       std::to_string(at->second.first) + " vs " + std::to_string(r.n_questions) +
+                       "); every cell of a reuse unit answers the same questions");
+  }
+
   for (std::size_t i = 0; i < ex.cells.size(); ++i) {
     const auto& c = ex.cells[i];
     const auto& u = ex.units[c.unit];
-    FrameCell& fc = f.cells[i];
+    FrameCell fc;
     fc.cell_id = c.id;
     fc.unit = c.unit;
     fc.model = u.model;
@@ -176,61 +266,23 @@ StudyFrame build_frame(const LoadedStudy& study) {
     fc.budget = budget_index.at({static_cast<int>(c.budget_kind), c.budget});
     fc.instance = u.instance;
     fc.split = u.split;
-  }
-
-  const auto& recs = study.records.records;
-  for (std::size_t ri = 0; ri < recs.size(); ++ri) {
-    const records::CellRecord& r = recs[ri];
-    const auto it =
-        std::lower_bound(ex.cells.begin(), ex.cells.end(), r.cell_id,
-                         [](const manifest::Cell& c, std::uint64_t id) { return c.id < id; });
-    if (it == ex.cells.end() || it->id != r.cell_id) {
-      f.unexpected_records.push_back(ri);
-      continue;
+    if (c.protocol == Protocol::reuse) {
+      const auto k = unit_questions.find(c.unit);
+      fc.n_questions = k == unit_questions.end() ? 0 : k->second.first;
     }
-    FrameCell& fc = f.cells[static_cast<std::size_t>(it - ex.cells.begin())];
-    if (r.model != f.model_name(fc))
-      contradiction(study, r.cell_id, "model", r.model, f.model_name(fc));
-    if (r.task != f.tasks[fc.task].name)
-      contradiction(study, r.cell_id, "task", r.task, f.tasks[fc.task].name);
-    if (records::enum_name(r.attention_backend) != f.backend_name(fc))
-      contradiction(study, r.cell_id, "attention_backend",
-                    std::string(records::enum_name(r.attention_backend)), f.backend_name(fc));
-    if (records::enum_name(r.protocol) != f.protocol_name(fc))
-      contradiction(study, r.cell_id, "protocol", std::string(records::enum_name(r.protocol)),
-                    f.protocol_name(fc));
-    if (static_cast<std::int64_t>(r.instance) != fc.instance)
-      contradiction(study, r.cell_id, "instance", std::to_string(r.instance),
-                    std::to_string(fc.instance));
-    if (static_cast<int>(r.split) != static_cast<int>(fc.split))
-      contradiction(study, r.cell_id, "split", std::string(records::enum_name(r.split)),
-                    std::string(records::enum_name(static_cast<records::Split>(fc.split))));
-    if (fc.method >= 0 && r.method != f.method_name(fc))
-      contradiction(study, r.cell_id, "method", r.method, f.method_name(fc));
-    fc.record = &r;
-    fc.status = r.status;
-    fc.realised_retention = r.realised_retention;
-    switch (r.status) {
-      case records::CellStatus::ok:
-        if (std::isfinite(r.score)) {
-          if (r.score < 0 || r.score > 1)
-            throw InputError((study.results_dir / "shards").string() + ": the record of cell " +
-                             id_hex(r.cell_id) + " has score " + manifest::format_number(r.score) +
-                             "; reduce expects utilities in [0, 1] (docs/REPORT.md)");
-          fc.state = CellState::ok;
-          fc.score = r.score;
-        } else {
-          fc.state = CellState::failed;  // ok but not scored: cannot be used
-        }
-        break;
-      case records::CellStatus::excluded:
-        fc.state = CellState::excluded;
-        break;
-      case records::CellStatus::oom:
-      case records::CellStatus::error:
-      case records::CellStatus::abandoned:
-        fc.state = CellState::failed;
-        break;
+    const std::size_t first = f.cells.size();
+    for (std::uint32_t q = 0; q < std::max<std::uint32_t>(fc.n_questions, 1); ++q) {
+      f.cells.push_back(fc);
+      f.cells.back().question = q;
+    }
+    for (const std::size_t ri : cell_records[i]) {
+      const records::CellRecord& r = recs[ri];
+      FrameCell& row = f.cells[first + r.question];  // r.question < n_questions (checked above)
+      if (row.record != nullptr)
+        throw InputError((study.results_dir / "shards").string() + ": cell " + id_hex(r.cell_id) +
+                         " has two records of question " + std::to_string(r.question) +
+                         "; a (cell_id, question) pair is recorded once");
+      match_record(study, f, r, row);
     }
   }
   return f;

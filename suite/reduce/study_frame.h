@@ -1,17 +1,26 @@
-// The study as the analyses see it: one row per expected cell of the manifest's expansion, with the
-// cell's dimensions as small integers (model, backend, benchmark, task, protocol, method, budget,
-// instance, split), the record that covers it (matched by cell_id) and its state.
+// The study as the analyses see it: one row per expected record of the manifest's expansion, with
+// the cell's dimensions as small integers (model, backend, benchmark, task, protocol, method,
+// budget, instance, split, question), the record that covers it (matched by (cell_id, question))
+// and its state. A cell of the other protocols has one row (question 0 of 1); a reuse cell has one
+// row per question of its context (docs/design/reuse.md §Cells and records), k = the records'
+// n_questions. A reuse cell without any record takes k from the records of another cell of the
+// same unit (the same context, so the same questions); when no cell of the unit has a record, k is
+// unknown and the cell is one missing row (question 0, n_questions 0), so coverage counts it once.
 //
 // States: ok (a record with status ok and a finite score), excluded (status excluded: the tokenizer
 // check or the plan left the instance out, reason in the record's error), failed (status error,
 // oom or abandoned, or status ok without a score), missing (no record). Records whose cell_id the
 // manifest does not expand to are kept aside as unexpected. A record that contradicts its cell
-// (model, task, backend, protocol, instance, split, or the method of a compressed cell) is an
+// (model, task, backend, protocol, instance, split, or the method of a compressed cell), a
+// question index ≥ n_questions, two records of one (cell, question), records of one cell or unit
+// that disagree on n_questions, or a non-reuse record with a question other than 0 of 1 is an
 // InputError naming the cell id and the field.
 //
 // The resampling unit of every paired analysis is the benchmark instance (benchmark, task,
 // instance index): the same request under every model, backend, method and budget. Its stratum is
-// the task, numbered globally (task_id) so that stratum ids are stable across comparisons.
+// the task, numbered globally (task_id) so that stratum ids are stable across comparisons. Under
+// reuse the instance is the context and the pairs are (context, question); intervals involving a
+// reuse row resample contexts (cluster bootstrap, paired_rows.h).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +66,8 @@ struct FrameCell {
   std::uint16_t budget = 0;   // index into StudyFrame::budgets
   std::int64_t instance = 0;
   manifest::Split split = manifest::Split::none;
+  std::uint32_t question = 0;     // the question's index within its context (reuse), else 0
+  std::uint32_t n_questions = 1;  // the context's questions (reuse; 0: unknown), else 1
   CellState state = CellState::missing;
   records::CellStatus status = records::CellStatus::ok;     // the record's status (when present)
   double score = std::numeric_limits<double>::quiet_NaN();  // finite only when state is ok
@@ -74,7 +85,8 @@ struct TaskInfo {
 
 struct StudyFrame {
   const LoadedStudy* study = nullptr;
-  std::vector<FrameCell> cells;  // in Expansion::cells order (sorted by cell id)
+  // In Expansion::cells order (sorted by cell id); a reuse cell's rows consecutive by question.
+  std::vector<FrameCell> cells;
   std::vector<TaskInfo> tasks;
   std::vector<Budget> budgets;  // sorted by (kind, value); budgets[0] is "none" when present
   std::vector<std::size_t> unexpected_records;  // indices into study->records.records
@@ -93,7 +105,12 @@ struct StudyFrame {
   std::int64_t dim_code(const FrameCell& c, Dim d) const;
   // True for the trivial baselines of the best-of-3 anchor (random, knorm, streaming_llm).
   bool is_trivial_baseline(const FrameCell& c) const;
+  // True when some row is a reuse cell's (reports then explain the context resampling).
+  bool has_reuse() const;
 };
+
+// True for a row of a reuse cell.
+bool is_reuse(const FrameCell& c);
 
 // Matches records to cells; throws InputError for a record that contradicts its cell.
 StudyFrame build_frame(const LoadedStudy& study);

@@ -38,6 +38,8 @@ struct Table {
   int partial_column = -1;
   // Rows shown in report.md before "… N more rows in the CSV" (0: all).
   std::size_t markdown_row_limit = 60;
+  // Sentences report.md prints under the table (e.g. how reuse rows were resampled).
+  std::vector<std::string> notes;
   bool write_latex = true;
 
   // Adds a column and returns its index.
@@ -48,6 +50,11 @@ struct Table {
   // Number of rows flagged partial.
   std::size_t partial_rows() const;
 };
+
+// The note under every table with reuse rows (docs/design/reuse.md §Reduce).
+inline constexpr const char* kReuseIntervalNote =
+    "Reuse rows: intervals resample contexts (cluster bootstrap: all questions of a context "
+    "together).";
 
 // Formats a real the way Markdown and LaTeX show it: fixed with `digits` decimals; NaN as "".
 std::string format_fixed(double v, int digits);

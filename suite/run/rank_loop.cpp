@@ -1,6 +1,7 @@
 // The per-rank execution loop (see rank_loop.h).
 #include "suite/run/rank_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <memory>
@@ -39,17 +40,29 @@ std::vector<records::CellRecord> failure_records(const manifest::Manifest& manif
 
 void check_records_match(const std::vector<records::CellRecord>& got,
                          std::span<const manifest::Cell* const> cells, const manifest::Unit& unit) {
-  if (got.size() != cells.size()) {
+  // Per cell in the given order: one record, or under reuse its questions 0 … n−1 in order.
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::uint32_t n = at < got.size() ? std::max(got[at].n_questions, 1u) : 1u;
+    for (std::uint32_t j = 0; j < n; ++j, ++at) {
+      if (at >= got.size()) {
+        throw InternalError("unit " + std::to_string(unit.id) + ": the executor returned " +
+                            std::to_string(got.size()) + " records for " +
+                            std::to_string(cells.size()) + " cells");
+      }
+      if (got[at].cell_id != cells[i]->id || got[at].unit_id != unit.id || got[at].question != j ||
+          std::max(got[at].n_questions, 1u) != n) {
+        throw InternalError("unit " + std::to_string(unit.id) + ": record " + std::to_string(at) +
+                            " is for cell " + std::to_string(got[at].cell_id) + " question " +
+                            std::to_string(got[at].question) + ", expected cell " +
+                            std::to_string(cells[i]->id) + " question " + std::to_string(j));
+      }
+    }
+  }
+  if (at != got.size()) {
     throw InternalError("unit " + std::to_string(unit.id) + ": the executor returned " +
                         std::to_string(got.size()) + " records for " +
                         std::to_string(cells.size()) + " cells");
-  }
-  for (std::size_t i = 0; i < cells.size(); ++i) {
-    if (got[i].cell_id != cells[i]->id || got[i].unit_id != unit.id) {
-      throw InternalError("unit " + std::to_string(unit.id) + ": record " + std::to_string(i) +
-                          " is for cell " + std::to_string(got[i].cell_id) + ", expected cell " +
-                          std::to_string(cells[i]->id));
-    }
   }
 }
 
@@ -109,11 +122,14 @@ RankLoopResult run_rank_loop(const manifest::Manifest& manifest,
       record.rank = rank;
       record.attempt = attempt;
       writer->append(record);
-      ++result.cells_by_status.at(static_cast<std::size_t>(record.status));
+      // Cells, not records: a reuse cell's k records count once (by its question 0's status).
+      if (record.question == 0) {
+        ++result.cells_by_status.at(static_cast<std::size_t>(record.status));
+        ++result.cells_written;
+      }
       result.failures.add(record);
     }
     writer->flush();
-    result.cells_written += produced.size();
     ++result.units_done;
     return produced;
   };

@@ -12,7 +12,7 @@
 //   * After every unit the writer is flushed, so a SIGKILL loses at most the current unit.
 //   * On the way out (done, stopped, or an exception from the writer) the shard is published when
 //     it holds records; if publishing itself fails the .tmp stays for the next launch's salvage
-//     (cells_unpublished says how many records it holds).
+//     (cells_unpublished says how many cells' records it holds).
 //   * Sequential calibration (RankLoopOptions::sequential, set only when a certification block has
 //     sequential = true; suite/run/sequential_schedule.h): before its own items the rank takes
 //     part in the waves of calibration units (run_sequential_waves; unit r of a wave on rank r,
@@ -69,7 +69,7 @@ struct RankLoopResult {
   std::size_t units_assigned = 0;
   std::size_t units_done = 0;
   std::size_t cells_assigned = 0;
-  std::size_t cells_written = 0;
+  std::size_t cells_written = 0;  // cells, not records (a reuse cell writes one per question)
   std::array<std::size_t, 5> cells_by_status{};  // indexed by records::CellStatus
   bool stopped = false;                          // a stop request ended the loop early
   int stop_signal = 0;

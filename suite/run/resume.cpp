@@ -36,10 +36,28 @@ ResumeScan scan_for_resume(const std::filesystem::path& shards_dir,
       ++scan.failed_to_retry;
       continue;
     }
-    scan.done_records.push_back(DoneRecord{record.cell_id, record.status, record.score});
+    scan.done_records.push_back(DoneRecord{record.cell_id, record.status, record.score,
+                                           record.question, std::max(record.n_questions, 1u)});
   }
   std::sort(scan.done_records.begin(), scan.done_records.end(),
-            [](const DoneRecord& a, const DoneRecord& b) { return a.cell_id < b.cell_id; });
+            [](const DoneRecord& a, const DoneRecord& b) {
+              return a.cell_id != b.cell_id ? a.cell_id < b.cell_id : a.question < b.question;
+            });
+  // A reuse cell is done when the records of all its questions are (records are unique by
+  // (cell_id, question)); a partial set is run again whole, and the records it repeats are
+  // identical duplicates, counted once (docs/RECORDS.md §Versions).
+  std::vector<DoneRecord> complete;
+  complete.reserve(scan.done_records.size());
+  for (std::size_t i = 0; i < scan.done_records.size();) {
+    std::size_t end = i + 1;
+    while (end < scan.done_records.size() &&
+           scan.done_records[end].cell_id == scan.done_records[i].cell_id) {
+      ++end;
+    }
+    if (end - i == scan.done_records[i].n_questions) complete.push_back(scan.done_records[i]);
+    i = end;
+  }
+  scan.done_records = std::move(complete);
   for (const auto& done : scan.done_records) scan.done_cells.push_back(done.cell_id);
   const bool any_random = std::any_of(study.records.begin(), study.records.end(),
                                       [](const auto& r) { return r.method_id == "random"; });

@@ -44,12 +44,15 @@ struct ResumeOptions {
 struct DoneRecord {
   std::uint64_t cell_id = 0;
   records::CellStatus status = records::CellStatus::ok;
-  double score = 0;
+  double score = 0;               // a reuse cell: question 0's (reuse cells are never certified)
+  std::uint32_t question = 0;     // the record's question (reuse; 0 otherwise)
+  std::uint32_t n_questions = 1;  // the cell's records
 };
 
 struct ResumeScan {
   std::vector<std::uint64_t> done_cells;      // sorted, unique: published + salvaged
-  std::vector<DoneRecord> done_records;       // the same cells in the same order, with outcomes
+  std::vector<DoneRecord> done_records;       // the same cells in the same order, with outcomes (a
+                                              // reuse cell: when all its questions are recorded)
   std::vector<records::CellRecord> salvaged;  // from .tmp shards, for cells no published shard has
   std::vector<std::string> salvaged_from;     // file names of the .tmp shards they come from
   std::size_t failed_to_retry = 0;            // retry_failed: oom/error cells left pending

@@ -43,7 +43,9 @@ static_assert(static_cast<std::uint32_t>(unit::kPrefillShare) == records::kShare
               static_cast<std::uint32_t>(unit::kCaptureShare) == records::kSharedCapture &&
               static_cast<std::uint32_t>(unit::kExtraPassShare) == records::kSharedExtraPass &&
               static_cast<std::uint32_t>(unit::kFeedShare) == records::kSharedFeed &&
-              static_cast<std::uint32_t>(unit::kDecodeShare) == records::kSharedDecode);
+              static_cast<std::uint32_t>(unit::kDecodeShare) == records::kSharedDecode &&
+              static_cast<std::uint32_t>(unit::kSelectShare) == records::kSharedSelect &&
+              static_cast<std::uint32_t>(unit::kEvictShare) == records::kSharedEvict);
 
 // The schema-5 costs of a cell the fan-out ran (docs/RECORDS.md §Costs).
 void record_costs(const unit::CellResult& c, bool evicting, records::CellRecord& r) {
@@ -55,7 +57,28 @@ void record_costs(const unit::CellResult& c, bool evicting, records::CellRecord&
   r.cell_feed_ms = ms_or_unknown(c.feed_seconds);
   r.cell_decode_ms = ms_or_unknown(c.decode_seconds);
   r.peak_kv_bytes = static_cast<std::uint64_t>(c.peak_kv_bytes);
+  r.final_kv_bytes = static_cast<std::uint64_t>(c.final_kv_bytes);
+  r.decode_compressions = static_cast<std::uint32_t>(c.decode_compressions);
   r.shared_costs = c.shared_costs;
+}
+
+// A reuse unit's records: each cell's record repeated for questions 0 … k−1 (record i·k + j).
+void expand_per_question(std::vector<records::CellRecord>& out, std::vector<bool>& finished,
+                         std::size_t k) {
+  std::vector<records::CellRecord> expanded;
+  std::vector<bool> expanded_finished;
+  expanded.reserve(out.size() * k);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    for (std::size_t j = 0; j < k; ++j) {
+      records::CellRecord r = out[i];
+      r.question = static_cast<std::uint32_t>(j);
+      r.n_questions = static_cast<std::uint32_t>(k);
+      expanded.push_back(std::move(r));
+      expanded_finished.push_back(finished[i]);
+    }
+  }
+  out = std::move(expanded);
+  finished = std::move(expanded_finished);
 }
 
 void fail_all(std::vector<records::CellRecord>& out, const std::vector<bool>& finished,
@@ -182,18 +205,20 @@ struct UnitExecutor::Impl {
     const std::string task = manifest::unit_task(manifest, unit);
     UnitInstance instance;
     try {
-      instance = instances_of(m, unit.benchmark).build(task, unit.instance);
+      BenchmarkInstances& source = instances_of(m, unit.benchmark);
+      instance =
+          unit.reuse ? source.build_reuse(task, unit.instance) : source.build(task, unit.instance);
     } catch (const std::bad_alloc&) {
       throw;
     } catch (const std::exception& e) {
       throw std::runtime_error("benchmark " + bench.name + ", task " + task + ", instance " +
                                std::to_string(unit.instance) + ": " + e.what());
     }
+    // A reuse unit writes one record per (cell, question): record i·k + j is cell i's question j.
+    const std::size_t k = unit.reuse ? instance.tokens.reuse_questions.size() : 1;
+    if (k == 0) throw std::runtime_error("task " + task + ": a reuse context without questions");
+    if (unit.reuse) expand_per_question(out, finished, k);
     const std::size_t n_context = instance.tokens.context.size();
-    const std::size_t n_question = instance.tokens.question.size();
-    const std::size_t n_prompt = n_context + n_question + instance.tokens.suffix.size();
-    const std::uint64_t prompt = records::prompt_digest(
-        instance.tokens.context, instance.tokens.question, instance.tokens.suffix);
     if (trace != nullptr) {
       trace->tokens = instance.tokens;
       trace->layers = m.weights().config.num_layers;
@@ -201,12 +226,17 @@ struct UnitExecutor::Impl {
       trace->selections.assign(cells.size(), std::nullopt);
       trace->boundaries.assign(cells.size(), 0);
     }
-    for (auto& r : out) {
-      r.prompt_digest = prompt;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      records::CellRecord& r = out[i];
+      const auto& question =
+          unit.reuse ? instance.tokens.reuse_questions[i % k].question : instance.tokens.question;
+      const auto& suffix =
+          unit.reuse ? instance.tokens.reuse_questions[i % k].suffix : instance.tokens.suffix;
+      r.prompt_digest = records::prompt_digest(instance.tokens.context, question, suffix);
       r.nominal_length = static_cast<std::uint32_t>(instance.nominal_length);
-      r.n_prompt_tokens = to_u32(n_prompt);
+      r.n_prompt_tokens = to_u32(n_context + question.size() + suffix.size());
       r.n_context_tokens = to_u32(n_context);
-      r.n_question_tokens = to_u32(n_question);
+      r.n_question_tokens = to_u32(question.size());
     }
     if (instance.excluded) {
       fail_all(out, finished, records::CellStatus::excluded, *instance.excluded);
@@ -216,7 +246,8 @@ struct UnitExecutor::Impl {
 
     // One CellSpec per runnable cell; a method that cannot be built fails its cells only.
     std::vector<unit::CellSpec> specs;
-    std::vector<std::size_t> spec_of;  // specs[k] belongs to out[spec_of[k]]
+    std::vector<std::size_t>
+        spec_of;  // specs[s] belongs to cell spec_of[s] (its records: out[spec_of[s]·k + j])
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const manifest::Cell& cell = *cells[i];
       unit::CellSpec spec;
@@ -224,9 +255,11 @@ struct UnitExecutor::Impl {
         const auto mi = static_cast<std::size_t>(cell.method);
         spec.method = method(mi);
         if (!spec.method) {
-          out[i].status = records::CellStatus::error;
-          out[i].error = build_errors[mi];
-          finished[i] = true;
+          for (std::size_t j = 0; j < k; ++j) {
+            out[i * k + j].status = records::CellStatus::error;
+            out[i * k + j].error = build_errors[mi];
+            finished[i * k + j] = true;
+          }
           continue;
         }
       }
@@ -260,20 +293,22 @@ struct UnitExecutor::Impl {
     const double decode_ms = (result.timings.feed_seconds + result.timings.decode_seconds) * 1e3;
     const auto bytes_per_entry =
         static_cast<std::uint64_t>(2 * m.weights().config.head_dim) * m.kv_bytes_per_element();
-    for (std::size_t k = 0; k < specs.size(); ++k) {
-      const unit::CellResult& c = result.cells[k];
-      records::CellRecord& r = out[spec_of[k]];
-      finished[spec_of[k]] = true;
+    for (const unit::CellResult& c : result.cells) {
+      const auto spec = static_cast<std::size_t>(c.cell);
+      const std::size_t cell_index = spec_of.at(spec);
+      const std::size_t at = cell_index * k + static_cast<std::size_t>(c.question);
+      records::CellRecord& r = out.at(at);
+      finished[at] = true;
       r.prefill_ms = prefill_ms;
       r.device =
           device == Device::cuda ? records::ComputeDevice::cuda : records::ComputeDevice::cpu;
       r.threads = result.threads;
-      record_costs(c, specs[k].method != nullptr, r);
+      record_costs(c, specs[spec].method != nullptr, r);
       r.full_bytes = static_cast<std::uint64_t>(c.candidate_entries) * bytes_per_entry;
       r.kept_digest = c.kept_digest;
-      if (trace != nullptr) {
-        trace->boundaries[spec_of[k]] = c.boundary;
-        trace->selections[spec_of[k]] = c.selection;
+      if (trace != nullptr && c.question == 0) {
+        trace->boundaries[cell_index] = c.boundary;
+        trace->selections[cell_index] = c.selection;
       }
       if (c.status != unit::CellStatus::ok) {
         r.status = records::CellStatus::error;
@@ -292,8 +327,11 @@ struct UnitExecutor::Impl {
       if (c.stopped_on_stop_token && !answer.empty()) answer = answer.first(answer.size() - 1);
       r.output = m.tokenizer().decode(answer, /*skip_special_tokens=*/true);
       try {
-        r.score = metrics::score_task_request(bench.kind, task, r.output, instance.answers,
-                                              instance.all_classes);
+        const std::vector<std::string>& answers =
+            unit.reuse ? instance.question_answers.at(static_cast<std::size_t>(c.question))
+                       : instance.answers;
+        r.score =
+            metrics::score_task_request(bench.kind, task, r.output, answers, instance.all_classes);
         r.status = records::CellStatus::ok;
       } catch (const std::exception& e) {
         r.status = records::CellStatus::error;

@@ -94,7 +94,9 @@ class UnitExecutor {
   UnitExecutor& operator=(const UnitExecutor&) = delete;
 
   // Runs `unit` for the given cells (all belonging to it, in any order; typically the cells not
-  // yet recorded). Returns one record per cell, in the order given.
+  // yet recorded). Returns one record per cell, in the order given; for a reuse unit one per
+  // (cell, question), cell i's question j at i·k + j (k = the context's questions), or one per
+  // cell when the unit failed before its questions were known.
   // With `trace`, also fills it (the unit's prompt and each cell's kept positions; the selections
   // are kept in memory for the whole unit, so only for a few cells).
   std::vector<records::CellRecord> execute(const manifest::Unit& unit,

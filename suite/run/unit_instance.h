@@ -35,6 +35,8 @@
 #include "runners/model/chat/prompt_split.h"
 #include "runners/model/tokenizer/tokenizer.h"
 #include "runners/unit/unit_runner.h"
+#include "suite/benchmarks/longbench/context_groups.h"
+#include "suite/benchmarks/longbench/longbench_instance.h"
 #include "suite/benchmarks/longbench/longbench_jsonl.h"
 #include "suite/benchmarks/ruler/prompt_measure.h"
 #include "suite/benchmarks/ruler/ruler_generator.h"
@@ -52,6 +54,9 @@ struct UnitInstance {
   int max_new_tokens = 0;
   std::int64_t nominal_length = 0;      // RULER: nominal L; LongBench: the truncation limit
   std::optional<std::string> excluded;  // why the instance is excluded (then nothing runs)
+  // A reuse unit (docs/design/reuse.md): the answers of each of the context's questions, in the
+  // order of tokens.reuse_questions; `answers` above is then empty.
+  std::vector<std::vector<std::string>> question_answers;
 };
 
 // The three parts tokenized separately (see the top of this file).
@@ -84,9 +89,31 @@ class BenchmarkInstances {
   // tokenizer or chat template rejects.
   UnitInstance build(std::string_view task, std::int64_t index);
 
+  // Context `index` of `task` with all its questions, for a reuse unit: RULER niah_multiquery
+  // instance `index` in its multi-question form (one question per needle; excluded when any
+  // question does not fit, checked as a plain instance is); LongBench the `index`-th group of the
+  // task's records that share their split context (context_groups.h, file order). Every question
+  // is tokenized separately after the shared context, whose tokens must come out the same for each
+  // (InternalError otherwise). Throws InputError as build() does, and for an index past the groups.
+  UnitInstance build_reuse(std::string_view task, std::int64_t index);
+
  private:
   UnitInstance build_ruler(std::string_view task, std::int64_t index);
   UnitInstance build_longbench(std::string_view task, std::int64_t index);
+  UnitInstance build_ruler_reuse(std::string_view task, std::int64_t index);
+  UnitInstance build_longbench_reuse(std::string_view task, std::int64_t index);
+  const benchmarks::LongBenchTaskData& longbench_data(std::string_view task);
+  // The instances of every record of a LongBench task and their context groups, built once.
+  struct LongBenchGroups {
+    std::vector<benchmarks::LongBenchInstance> instances;
+    std::vector<benchmarks::LongBenchContextGroup> groups;
+  };
+  const LongBenchGroups& longbench_groups(std::string_view task);
+  benchmarks::LongBenchChatOptions longbench_chat() const;
+  // Appends question j (its split parts) to `out`'s reuse questions; the context part must equal
+  // what `out` already holds (or sets it, for the first question).
+  void add_reuse_question(UnitInstance& out, const model::PromptParts& parts,
+                          std::string_view what) const;
   benchmarks::CheckLimits limits() const;
 
   const manifest::Manifest& manifest_;
@@ -98,6 +125,7 @@ class BenchmarkInstances {
   std::unique_ptr<benchmarks::ruler::PromptMeasurer> generation_measurer_;
   std::unique_ptr<benchmarks::ruler::RulerGenerator> ruler_;
   std::map<std::string, benchmarks::LongBenchTaskData, std::less<>> longbench_;
+  std::map<std::string, LongBenchGroups, std::less<>> longbench_groups_;
 };
 
 }  // namespace kvaudit::run

@@ -146,7 +146,7 @@ import math, sys
 import h5py
 for path in sys.argv[1:]:
     with h5py.File(path, "r") as f:
-        assert int(f.attrs["schema_version"]) == 5, path
+        assert int(f.attrs["schema_version"]) == 6, path
         rows = f["records"][...]
         devices = {v: k for k, v in h5py.check_enum_dtype(rows.dtype["device"]).items()}
         for row in rows:
@@ -158,6 +158,10 @@ for path in sys.argv[1:]:
             assert row["peak_kv_bytes"] > row["kept_bytes"] > 0
             assert row["shared_costs"] & 1, row["shared_costs"]  # the prefill, shared by 4 cells
             assert devices[row["device"]] == "cpu" and row["threads"] > 0
+            # Schema 6: no decode-time compression, one question per context.
+            assert row["final_kv_bytes"] == row["peak_kv_bytes"], row["final_kv_bytes"]
+            assert row["decode_compressions"] == 0 and row["question"] == 0
+            assert row["n_questions"] == 1
 PY
   check "report has the cost section" contains "$one/results/report/report.md" "## Cost"
   check "report has the cost table" contains "$one/results/report/report.md" "tables/cost.csv"

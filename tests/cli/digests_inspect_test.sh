@@ -33,7 +33,7 @@ import h5py
 rows = []
 for path in sorted(glob.glob(sys.argv[1] + "/part-*.h5")):
     with h5py.File(path, "r") as f:
-        assert int(f.attrs["schema_version"]) == 5, path
+        assert int(f.attrs["schema_version"]) == 6, path
         rows += list(f["records"][()])
 status_ok = 0
 ok = [r for r in rows if r["status"] == status_ok]

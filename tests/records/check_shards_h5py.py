@@ -70,7 +70,7 @@ def check_shard(path, env, rank, world_size, attempt, first, count, tool_version
         hex40_or_unknown = re.compile(r"^([0-9a-f]{40}|unknown)$")
         anything = re.compile(r"^.*$", re.S)
         expected = {
-            "schema_version": ("int64", 5),
+            "schema_version": ("int64", 6),
             "manifest_sha256": rf.manifest_sha256(MANIFEST_TEXT),
             "manifest_path": "manifests/records-test ✓.toml",
             "n_cells_manifest": ("uint64", 1000000),

@@ -41,6 +41,7 @@ TEST(CostFields, EveryDeviceAndBitmaskSurvivesARoundTrip) {
   for (std::size_t i = 0; i < in.size(); ++i) {
     testing::expect_same_record(out[i], in[i]);
     testing::expect_same_costs(out[i], in[i]);
+    testing::expect_same_schema6_members(out[i], in[i]);
   }
   EXPECT_EQ(enum_name(out[2].device), "cuda");
 }

@@ -94,6 +94,11 @@ inline CellRecord formula_record(std::uint64_t g, int rank, int attempt) {
   r.shared_costs = static_cast<std::uint32_t>(g % 32);
   r.device = static_cast<ComputeDevice>(g % 3);
   r.threads = static_cast<std::int32_t>(g % 17);
+  // Schema version 6: reuse (question of n_questions) and decode-time compression.
+  r.question = static_cast<std::uint32_t>(g % 5);
+  r.n_questions = static_cast<std::uint32_t>(g % 5 + 1 + g % 2);
+  r.final_kv_bytes = r.peak_kv_bytes == 0 ? 0 : r.peak_kv_bytes - (g % 3) * 4096;
+  r.decode_compressions = static_cast<std::uint32_t>(g % 7);
   return r;
 }
 

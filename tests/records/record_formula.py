@@ -21,7 +21,7 @@ NAN = float("nan")
 
 STATUS = {"ok": 0, "oom": 1, "error": 2, "excluded": 3, "abandoned": 4}
 BACKEND = {"sdpa": 0, "eager": 1}
-PROTOCOL = {"query-aware": 0, "query-agnostic": 1}
+PROTOCOL = {"query-aware": 0, "query-agnostic": 1, "reuse": 2}
 SPLIT = {"none": 0, "calibration": 1, "test": 2}
 BUDGET_KIND = {"none": 0, "compression": 1, "retention": 2, "threshold": 3}
 DEVICE = {"unknown": 0, "cpu": 1, "cuda": 2}
@@ -45,6 +45,8 @@ FIELDS = [
     ("cell_select_ms", "f64"), ("cell_evict_ms", "f64"), ("cell_feed_ms", "f64"),
     ("cell_decode_ms", "f64"), ("peak_kv_bytes", "u64"), ("shared_costs", "u32"),
     ("device", "enum"), ("threads", "i32"),
+    ("question", "u32"), ("n_questions", "u32"), ("final_kv_bytes", "u64"),
+    ("decode_compressions", "u32"),
     ("record_digest", "u64"),
 ]
 SIZES = {"u32": 4, "u64": 8, "i32": 4, "i64": 8, "f64": 8, "enum": 1}
@@ -96,6 +98,7 @@ def formula_record(g, rank, attempt):
     budget_kind = g % 4
     tenth = float(g % 10) / 10.0
     t_start = 1700000000000000000 + g * 1000003
+    peak = 0 if g % 5 == 4 else (1 << 41) + g * 65536
     if g % 7 == 0:
         output = ""
     elif g % 50 == 1:
@@ -147,10 +150,14 @@ def formula_record(g, rank, attempt):
         "cell_evict_ms": float(g % 65) / 64.0,
         "cell_feed_ms": float(g) * 0.5 if status == 0 else NAN,
         "cell_decode_ms": float(g) / 5.0 if status == 0 else NAN,
-        "peak_kv_bytes": 0 if g % 5 == 4 else (1 << 41) + g * 65536,
+        "peak_kv_bytes": peak,
         "shared_costs": g % 32,
         "device": g % 3,
         "threads": g % 17,
+        "question": g % 5,
+        "n_questions": g % 5 + 1 + g % 2,
+        "final_kv_bytes": 0 if peak == 0 else peak - (g % 3) * 4096,
+        "decode_compressions": g % 7,
     }
 
 

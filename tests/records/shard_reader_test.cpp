@@ -348,10 +348,10 @@ TEST(MalformedShard, UnsupportedSchemaVersionIsAnInputError) {
   const auto a = publish_formula_shard(dir.path(), 0, 0, 0, 4);
   {
     const h5::File f = open_for_edit(a);
-    h5::write_int64_attribute(f.get(), "schema_version", 6, a.string());
+    h5::write_int64_attribute(f.get(), "schema_version", 7, a.string());
   }
   EXPECT_EQ(input_error_of([&] { read_shard(a); }),
-            a.string() + ": schema_version 6 is not supported (this build reads versions 1 to 5)");
+            a.string() + ": schema_version 7 is not supported (this build reads versions 1 to 6)");
 }
 
 TEST(MalformedShard, MissingOrMistypedProvenanceAttributeIsAnInputError) {

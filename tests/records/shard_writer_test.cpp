@@ -302,7 +302,7 @@ TEST(Provenance, FillProcessProvenanceTakesBuildHdf5HostAndSlurmEnvironment) {
             std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release));
   EXPECT_FALSE(p.hostname.empty());
   EXPECT_EQ(p.rng, "philox4x32-10");
-  EXPECT_EQ(p.schema_version, 5);
+  EXPECT_EQ(p.schema_version, 6);
 }
 
 }  // namespace

@@ -154,6 +154,14 @@ inline void expect_same_costs(const CellRecord& got, const CellRecord& want) {
   EXPECT_EQ(got.threads, want.threads);
 }
 
+// The schema-6 members (reuse and decode-time compression; older shards lack them).
+inline void expect_same_schema6_members(const CellRecord& got, const CellRecord& want) {
+  EXPECT_EQ(got.question, want.question) << got.cell_id;
+  EXPECT_EQ(got.n_questions, want.n_questions) << got.cell_id;
+  EXPECT_EQ(got.final_kv_bytes, want.final_kv_bytes) << got.cell_id;
+  EXPECT_EQ(got.decode_compressions, want.decode_compressions) << got.cell_id;
+}
+
 inline std::string file_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -162,6 +162,32 @@ double synthetic_method_utility(const SyntheticConfig& cfg, std::size_t model,
   return (full1 * kept1 + full2 * kept2) / 2;
 }
 
+namespace {
+
+// The instance whose latent uniforms question `question` of reuse context `context` uses: the
+// context itself (question 0; question q ≥ 1 with probability reuse_rho), else one of its own,
+// beyond every real instance index.
+std::int64_t reuse_latent_instance(const SyntheticConfig& cfg, std::size_t model,
+                                   std::uint32_t task, std::int64_t context,
+                                   std::uint32_t question) {
+  if (question == 0) return context;
+  const auto key = static_cast<std::uint32_t>((model << 8) | question);
+  if (latent(cfg.seed, 6, key, task, context) < cfg.reuse_rho) return context;
+  return (std::int64_t{1} << 30) + context * 256 + question;
+}
+
+}  // namespace
+
+double synthetic_reuse_utility(const SyntheticConfig& cfg, std::size_t model,
+                               const std::string& backend, bool fractional, std::uint32_t task,
+                               std::int64_t context, std::uint32_t question, int method,
+                               double compression) {
+  const std::int64_t instance = reuse_latent_instance(cfg, model, task, context, question);
+  if (method < 0) return synthetic_full_utility(cfg, model, backend, fractional, task, instance);
+  return synthetic_method_utility(cfg, model, backend, fractional, task, instance,
+                                  static_cast<std::size_t>(method), compression, true);
+}
+
 std::string synthetic_manifest(const SyntheticConfig& cfg) {
   const auto& methods = methods_of(cfg);
   std::ostringstream t;
@@ -189,11 +215,13 @@ std::string synthetic_manifest(const SyntheticConfig& cfg) {
     if (!m.extra.empty()) t << m.extra << "\n";
     names.push_back(m.name);
   }
+  std::vector<std::string> grid_protocols = cfg.protocols;
+  if (cfg.reuse_questions > 0) grid_protocols.push_back("reuse");
   std::vector<std::string> benches{kMainBenchmark};
   if (!cfg.fractional_tasks.empty()) benches.push_back(kFractionalBenchmark);
   t << "\n[[grids]]\nname = \"audit\"\nbenchmarks = " << list(benches)
     << "\nmethods = " << list(names) << "\ncompression = " << list(cfg.compression)
-    << "\nprotocols = [\"query-aware\", \"query-agnostic\"]\nbackends = "
+    << "\nprotocols = " << list(grid_protocols) << "\nbackends = "
     << (cfg.separate_confound_grid ? list(std::vector<std::string>{"sdpa"}) : list(cfg.backends))
     << "\n\n";
   if (cfg.separate_confound_grid) {
@@ -213,6 +241,14 @@ std::string synthetic_manifest(const SyntheticConfig& cfg) {
       << "\nepsilon = " << format_number(cfg.epsilon) << "\ndelta = " << format_number(cfg.delta)
       << "\ncalibration = " << cfg.calibration << "\ntest = " << cfg.test << "\n\n";
   }
+  if (cfg.certify_reuse && !cfg.certified_methods.empty())
+    t << "[[certification]]\nname = \"" << cfg.certified_methods.front()
+      << "-reuse-cert\"\ngrid = \"audit\"\nbenchmark = \"" << kMainBenchmark << "\"\nmethod = \""
+      << cfg.certified_methods.front()
+      << "\"\nprotocol = \"reuse\"\nbackend = \"sdpa\"\ncandidates = " << list(cfg.compression)
+      << "\ntau = " << format_number(cfg.tau) << "\nepsilon = " << format_number(cfg.epsilon)
+      << "\ndelta = " << format_number(cfg.delta) << "\ncalibration = " << cfg.calibration
+      << "\ntest = " << cfg.test << "\n\n";
   t << "[statistics]\nbootstrap_resamples = " << cfg.bootstrap_resamples << "\nalpha = 0.05\n\n";
   if (cfg.declare_families) {
     t << "[[statistics.families]]\nname = \"protocol-gap\"\nanalysis = \"protocol_gap\"\n"
@@ -319,7 +355,7 @@ SyntheticStudy write_synthetic_study(const std::filesystem::path& dir, const Syn
       r.params_digest = full ? full_digest : digests[static_cast<std::size_t>(c.method)];
       r.attention_backend = u.attention_backend;
       const bool agnostic = c.protocol == Protocol::query_agnostic;
-      r.protocol = agnostic ? Protocol::query_agnostic : Protocol::query_aware;
+      r.protocol = c.protocol;
       r.split = static_cast<records::Split>(u.split);
       r.budget_kind = static_cast<records::BudgetKind>(c.budget_kind);
       if (c.budget_kind == manifest::BudgetKind::compression) {
@@ -358,8 +394,23 @@ SyntheticStudy write_synthetic_study(const std::filesystem::path& dir, const Syn
                                                   c.budget, agnostic);
         r.output = "synthetic answer";
       }
-      w.append(r);
-      ++out.records_written;
+      if (c.protocol != Protocol::reuse) {
+        w.append(r);
+        ++out.records_written;
+        continue;
+      }
+      r.n_questions = cfg.reuse_questions;
+      if (method_name == cfg.reuse_short_method) --r.n_questions;
+      for (std::uint32_t q = 0; q < r.n_questions; ++q) {
+        r.question = q;
+        if (r.status == records::CellStatus::ok)
+          r.score = synthetic_reuse_utility(
+              cfg, model, backend, fractional, task, u.instance, q,
+              full ? -1 : static_cast<int>(planted_index[static_cast<std::size_t>(c.method)]),
+              c.budget);
+        w.append(r);
+        ++out.records_written;
+      }
     }
   }
   for (auto& w : writers) w->close_and_publish();

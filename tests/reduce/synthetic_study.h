@@ -78,6 +78,22 @@ struct SyntheticConfig {
   double oom_fraction = 0;
   std::string drop_method;  // "" = none: drop the records of this method ...
   std::string drop_model;   // ... on this model (all its cells)
+  // Reuse (docs/design/reuse.md): > 0 puts "reuse" beside the grid's protocols, and every reuse
+  // cell writes this many records (questions 0…k−1 of its context, n_questions = k). Question 0
+  // uses the latent uniforms of the query-agnostic cell of the same instance, so with k = 1 a
+  // reuse cell records exactly what its query-agnostic sibling records; question q ≥ 1 reuses
+  // them with probability reuse_rho (drawn per model, task, context and question) and draws its
+  // own otherwise: a planted context-level correlation of the questions' utilities.
+  std::uint32_t reuse_questions = 0;
+  double reuse_rho = 0.5;
+  // A fault: this method's reuse records claim one question fewer (n_questions = k − 1, question
+  // k − 1 left out), contradicting the other cells of their context.
+  std::string reuse_short_method;  // "" = none
+  // Protocols of the main grid ("query-aware", "query-agnostic" as before; "reuse" is added when
+  // reuse_questions > 0).
+  std::vector<std::string> protocols = {"query-aware", "query-agnostic"};
+  // Also a certification block on the reuse protocol (reduce reports it as not certified).
+  bool certify_reuse = false;
   // Schema-5 costs in the records (synthetic_cell_costs); off: every cost unknown, as in records
   // of older shards.
   bool costs = false;
@@ -123,5 +139,11 @@ double synthetic_method_utility(const SyntheticConfig& cfg, std::size_t model,
                                 const std::string& backend, bool fractional, std::uint32_t task,
                                 std::int64_t instance, std::size_t method, double compression,
                                 bool agnostic);
+// The utility the generator records for question `question` of reuse context `context`
+// (method < 0: the full-KV cell); question 0 equals the query-agnostic utility of the instance.
+double synthetic_reuse_utility(const SyntheticConfig& cfg, std::size_t model,
+                               const std::string& backend, bool fractional, std::uint32_t task,
+                               std::int64_t context, std::uint32_t question, int method,
+                               double compression);
 
 }  // namespace kvaudit::reduce::testing

@@ -29,11 +29,12 @@
 #include "suite/benchmarks/ruler/prompt_measure.h"
 #include "suite/benchmarks/ruler/ruler_generator.h"
 #include "suite/benchmarks/ruler/ruler_instance.h"
+#include "suite/benchmarks/task_catalog.h"
 
 namespace kvaudit::benchmarks::ruler {
 
 // The task whose instances the multi-question form splits.
-inline constexpr std::string_view kMultiQuestionSourceTask = "niah_multiquery";
+inline constexpr std::string_view kMultiQuestionSourceTask = kRulerMultiQuestionTask;
 
 struct RulerQuestion {
   std::string key;                   // the needle key asked about

@@ -1,0 +1,147 @@
+// Decode-time compression: kvpress 0.5.5's DecodingPress (kvpress/presses/decoding_press.py) on
+// kvaudit's engines — the cache of a generating sequence is cut back to `target_size` entries per
+// (layer, KV head) every `compression_interval` decode steps by any scoring method, so a
+// reasoning trace's cache stays bounded (docs/design/decoding.md).
+//
+// kvpress's rule, restated (hook after each attention module, decode steps only):
+//   every decode step, per layer: append the step's attention input row to the layer's buffer and
+//   count the step; when the count reaches compression_interval, compress the layer's CURRENT
+//   cache (k_len = every entry it holds, the step's new token included) with the scorer at the
+//   compression ratio of decoding_compression_ratio(k_len, target_size) — nothing is evicted when
+//   k_len ≤ target_size — then reset the count and clear the buffer; otherwise keep only the last
+//   hidden_states_buffer_size rows. So a compression sees min(steps since the last one,
+//   hidden_states_buffer_size + 1) buffered rows.
+//   The scorer's window queries are q_proj of the buffered rows, all rotated at the position of
+//   the compressing step's token (kvpress SnapKVPress.compute_window_attention applies the step's
+//   position_embeddings, which cover that one token, to every buffered row):
+//   BufferedQueryPositions::current_step. R-KV's official code instead caches each step's query
+//   rotated at its own position: BufferedQueryPositions::own.
+//   The step's logits are computed before its compression (the hook runs after attention), and
+//   positions keep counting from the original length (evicted tokens still advance it).
+// kvaudit builds, per layer, a LayerCapture over the cache's entries (candidates = the entries in
+// ascending original position, length = their count, window rows = the rotated buffer) and calls
+// the cell's method through Method::select one layer at a time (kvpress compresses each layer on
+// its own), then SequenceCache::retain maps the chosen indices back to original positions.
+// Difference from kvpress kept in mind: kvpress gathers the kept entries in top-k order (score
+// order, not position order); scorers that read only per-entry quantities (KNorm, TOVA, R-KV's
+// importance) do not see the order, SnapKV's pooling over neighbouring entries does, so kvaudit's
+// DecodingPress(SnapKV) is SnapKV over the position-ordered cache.
+//
+// PrefillDecodingPress(prefilling_press, decoding_press) is the prefill eviction the unit runner
+// already does (capture + select + retain) followed by generate_greedy_compressing.
+//
+// Engines: needs InferenceEngine::decode_step_observed and SequenceCache::head_entries (the CPU
+// engine; the CUDA engine refuses with a message naming --device cpu).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "methods/method.h"
+#include "runners/unit/greedy_decoding.h"
+#include "runners/unit/inference_engine.h"
+
+namespace kvaudit::unit {
+
+// Which RoPE position a buffered query row gets when it is scored.
+enum class BufferedQueryPositions {
+  current_step,  // kvpress DecodingPress: every row at the compressing step's position
+  own,           // R-KV official: each row at the position of the token it was computed for
+};
+
+// kvpress DecodingPress's parameters (same names and defaults).
+struct DecodingPolicy {
+  int compression_interval = 512;       // decode steps between compressions, ≥ 1
+  int target_size = 2048;               // entries per (layer, KV head) after a compression, ≥ 1
+  int hidden_states_buffer_size = 256;  // rows kept between steps, ≥ 0
+  BufferedQueryPositions query_positions = BufferedQueryPositions::current_step;
+};
+
+// Throws std::invalid_argument naming the field for a value out of range.
+void validate(const DecodingPolicy& policy);
+
+// kvpress DecodingPress._find_target_compression_ratio(k_len, target): 0 when k_len ≤ target,
+// else the ratio r whose int(k_len·(1−r)) == target, found by kvpress's 20-step bisection started
+// at 1 − target/k_len (in double, as Python floats are), so a method's kept_count(k_len, r) keeps
+// what kvpress keeps even where the bisection does not land exactly.
+double decoding_compression_ratio(std::int64_t k_len, std::int64_t target_size);
+
+// One time the interval was reached.
+struct CompressionEvent {
+  int decode_step = 0;               // decode_step calls run so far (1-based: this step)
+  std::int64_t original_length = 0;  // the cache's original_length() after the step
+  bool evicted = false;              // some layer had k_len > target_size
+  double seconds = 0.0;              // wall time of building the views, scoring and retain
+  // kept[layer][kv_head]: original positions kept after it, ascending (only when recording).
+  std::vector<std::vector<std::vector<std::int32_t>>> kept;
+};
+
+// The decode-time compression state of one sequence: its per-layer buffer and step count.
+class DecodingCompressor {
+ public:
+  // `method` scores one layer at a time (any Method whose select accepts a one-layer span: every
+  // scorer, and the wrappers that do not need the whole model); it must outlive the compressor.
+  // `context` is handed to select (its memo is ignored: the views change every time).
+  DecodingCompressor(const InferenceEngine& engine, const methods::Method& method,
+                     DecodingPolicy policy, methods::SelectionContext context, bool record_kept);
+
+  // Buffers row `row` of one layer's view of a decode step (every layer, once per step).
+  void observe(const DecodeLayerView& view, int row);
+  // Ends a decode step of `cache` (after every layer was observed): counts it and, when the
+  // interval is reached, compresses `cache`. Returns the event, or nothing when not due.
+  // Throws std::invalid_argument when a layer's heads hold different numbers of entries (one
+  // LayerCapture needs one length) or the method refuses the view.
+  std::optional<CompressionEvent> end_step(SequenceCache& cache);
+
+  int decode_steps() const { return decode_steps_; }
+
+ private:
+  struct BufferedRow {
+    std::vector<float> queries_pre_rope;  // [H, d]
+    std::vector<float> cos, sin;          // [d] of the row's own position
+  };
+  CompressionEvent compress(SequenceCache& cache);
+  std::vector<float> window_queries(int layer, int rows) const;  // [H, rows, d]
+
+  const InferenceEngine& engine_;
+  const methods::Method& method_;
+  DecodingPolicy policy_;
+  methods::SelectionContext context_;
+  bool record_kept_;
+  std::vector<std::vector<BufferedRow>> buffer_;  // [layer] rows, oldest first
+  std::vector<float> step_cos_, step_sin_;        // [d] of the current step's token
+  int count_ = 0;                                 // steps since the last compression
+  int decode_steps_ = 0;
+};
+
+// One sequence of generate_greedy_compressing: its cache, first logits and compression.
+struct CompressingSequence {
+  SequenceCache* cache = nullptr;
+  std::span<const float> last_logits;  // [vocab] of the last prefilled position
+  const methods::Method* method = nullptr;
+  DecodingPolicy policy;
+  methods::SelectionContext context;
+};
+
+struct CompressingOutput {
+  GreedyOutput greedy;
+  std::vector<CompressionEvent> events;
+  std::size_t peak_kept_bytes = 0;   // the cache's largest kept_bytes(), before any compression
+  std::size_t final_kept_bytes = 0;  // after the last step
+  int compressions = 0;              // events that evicted something
+  double compression_seconds = 0.0;  // Σ events' seconds
+};
+
+// Greedy generation (greedy_decoding.h's rules) with decode-time compression per sequence; all
+// unfinished sequences decode together through decode_step_observed. `record_kept` fills each
+// event's kept sets. Output i matches the sequence decoded alone (the CPU engine's rows are
+// independent). Throws std::invalid_argument for an invalid policy, a null cache or method, or
+// logits of the wrong size.
+std::vector<CompressingOutput> generate_greedy_compressing(
+    InferenceEngine& engine, std::span<const CompressingSequence> sequences,
+    const GreedyOptions& options, bool record_kept = false);
+
+}  // namespace kvaudit::unit
