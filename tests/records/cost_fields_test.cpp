@@ -84,15 +84,9 @@ TEST(CostFields, AnUnreadPodMeansUnknown) {
 
 // tests/golden/records/README.md: a published shard written by the schema-4 build.
 TEST(CostFields, ASchemaFourShardStillReadsAndVerifiesWithUnknownCosts) {
-  const std::filesystem::path fixture = std::filesystem::path(KVAUDIT_RECORDS_GOLDEN) / "schema4" /
-                                        "part-local.0.t0.a1.pid4242.5c4e3a04-r0.s0.h5";
   TempDir dir;
-  std::filesystem::create_directories(dir.path() / "shards");
-  for (const char* suffix : {"", ".sha256"}) {
-    std::filesystem::copy_file(fixture.string() + suffix,
-                               (dir.path() / "shards" / fixture.filename()).string() + suffix);
-  }
-  const StudyRecords study = read_study(dir.path() / "shards");
+  const StudyRecords study = read_study(testing::copy_golden_shard(
+      dir.path(), "schema4", "part-local.0.t0.a1.pid4242.5c4e3a04-r0.s0.h5"));
   ASSERT_EQ(study.published.size(), 1u);
   EXPECT_EQ(study.published[0].provenance.schema_version, 4);
   ASSERT_EQ(study.records.size(), 12u);

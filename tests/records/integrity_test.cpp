@@ -29,7 +29,6 @@ using testing::TempDir;
 using testing::test_writer_options;
 using testing::write_bytes;
 
-
 // Replaces the first occurrence of `from`'s 8 bytes in the file by `to`'s (a value edited in place
 // without going through HDF5: what a flipped bit in a number does).
 void replace_double_in_file(const std::filesystem::path& file, double from, double to) {

@@ -73,15 +73,9 @@ TEST(Schema6Members, RecordDigestCoversThemFromVersion6On) {
 
 // tests/golden/records/README.md: a published shard written by the schema-5 build.
 TEST(Schema6Members, ASchemaFiveShardStillReadsAndVerifiesAsQuestionZeroOfOne) {
-  const std::filesystem::path fixture = std::filesystem::path(KVAUDIT_RECORDS_GOLDEN) / "schema5" /
-                                        "part-local.0.t0.a1.pid4242.5c4e3a05-r0.s0.h5";
   TempDir dir;
-  std::filesystem::create_directories(dir.path() / "shards");
-  for (const char* suffix : {"", ".sha256"}) {
-    std::filesystem::copy_file(fixture.string() + suffix,
-                               (dir.path() / "shards" / fixture.filename()).string() + suffix);
-  }
-  const StudyRecords study = read_study(dir.path() / "shards");
+  const StudyRecords study = read_study(testing::copy_golden_shard(
+      dir.path(), "schema5", "part-local.0.t0.a1.pid4242.5c4e3a05-r0.s0.h5"));
   ASSERT_EQ(study.published.size(), 1u);
   EXPECT_EQ(study.published[0].provenance.schema_version, 5);
   ASSERT_EQ(study.records.size(), 12u);

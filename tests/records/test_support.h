@@ -162,6 +162,23 @@ inline void expect_same_schema6_members(const CellRecord& got, const CellRecord&
   EXPECT_EQ(got.decode_compressions, want.decode_compressions) << got.cell_id;
 }
 
+#ifdef KVAUDIT_RECORDS_GOLDEN
+// Copies the published golden shard tests/golden/records/<version_dir>/<name> and its sidecar
+// into <dir>/shards and returns that directory, ready for read_study.
+inline std::filesystem::path copy_golden_shard(const std::filesystem::path& dir,
+                                               const std::string& version_dir,
+                                               const std::string& name) {
+  const std::filesystem::path fixture =
+      std::filesystem::path(KVAUDIT_RECORDS_GOLDEN) / version_dir / name;
+  const std::filesystem::path shards = dir / "shards";
+  std::filesystem::create_directories(shards);
+  for (const char* suffix : {"", ".sha256"}) {
+    std::filesystem::copy_file(fixture.string() + suffix, (shards / name).string() + suffix);
+  }
+  return shards;
+}
+#endif
+
 inline std::string file_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -20,6 +20,7 @@
 #include "runners/cpu/cpu_model.h"
 #include "runners/cpu/rope.h"
 #include "runners/model/rope_tables.h"
+#include "tests/unit_runner/core_only_engine.h"
 #include "tests/unit_runner/test_support.h"
 
 namespace kvaudit::unit {
@@ -257,47 +258,10 @@ TEST(DecodingCompression, RkvCompressesATraceKeepingItsWindow) {
   EXPECT_LT(out.final_kept_bytes, out.peak_kept_bytes);
 }
 
-// The CPU engine under another name without decode_step_observed (as the CUDA engine is today).
-class NoObservationEngine final : public InferenceEngine {
- public:
-  explicit NoObservationEngine(cpu::CpuModel& inner) : inner_(inner) {}
-  const model::ModelConfig& config() const override { return inner_.config(); }
-  std::span<const float> rope_inv_freq() const override { return inner_.rope_inv_freq(); }
-  AttentionBackend attention_backend() const override { return inner_.attention_backend(); }
-  Device device() const override { return Device::cuda; }
-  bool built_from(const model::ModelWeights& w) const override { return inner_.built_from(w); }
-  std::unique_ptr<SequenceCache> new_cache(std::int64_t capacity) override {
-    return inner_.new_cache(capacity);
-  }
-  std::unique_ptr<PrefillCapture> new_capture(CaptureOptions options) override {
-    return inner_.new_capture(std::move(options));
-  }
-  LogitMatrix prefill(SequenceCache& cache, std::span<const std::int32_t> tokens, LogitRows rows,
-                      PrefillCapture* capture) override {
-    return inner_.prefill(cache, tokens, rows, capture);
-  }
-  std::vector<LogitMatrix> prefill_batch(std::span<SequenceCache* const> caches,
-                                         std::span<const std::span<const std::int32_t>> tokens,
-                                         LogitRows rows) override {
-    return inner_.prefill_batch(caches, tokens, rows);
-  }
-  LogitMatrix decode_step(std::span<SequenceCache* const> caches,
-                          std::span<const std::int32_t> tokens) override {
-    return inner_.decode_step(caches, tokens);
-  }
-  int max_concurrent_cells(const UnitDemand& demand) override {
-    return inner_.max_concurrent_cells(demand);
-  }
-  bool concurrent_cache_ops() const override { return true; }
-
- private:
-  cpu::CpuModel& inner_;
-};
-
 TEST(DecodingCompression, AnEngineWithoutObservedStepsRefusesNamingTheCpuDevice) {
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   cpu::CpuModel model(weights, AttentionBackend::sdpa);
-  NoObservationEngine engine(model);
+  testing::CoreOnlyEngine engine(model);
   RecordingMethod method;
   try {
     run(engine, {random_tokens(8, model.config().vocab_size, 3)}, {&method},

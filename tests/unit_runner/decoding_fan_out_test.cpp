@@ -30,6 +30,7 @@
 #include "runners/unit/cost_shares.h"
 #include "runners/unit/decoding_compression.h"
 #include "runners/unit/unit_runner.h"
+#include "tests/unit_runner/core_only_engine.h"
 #include "tests/unit_runner/fan_out_check.h"
 #include "tests/unit_runner/test_methods.h"
 #include "tests/unit_runner/test_support.h"
@@ -324,49 +325,12 @@ TEST(DecodingFanOut, AFailingDecodingMethodFailsOnlyItsCell) {
   }
 }
 
-// The CPU engine under another name without decode_step_observed (as the CUDA engine is today).
-class NoObservationEngine final : public InferenceEngine {
- public:
-  explicit NoObservationEngine(CpuModel& inner) : inner_(inner) {}
-  const model::ModelConfig& config() const override { return inner_.config(); }
-  std::span<const float> rope_inv_freq() const override { return inner_.rope_inv_freq(); }
-  AttentionBackend attention_backend() const override { return inner_.attention_backend(); }
-  Device device() const override { return Device::cuda; }
-  bool built_from(const model::ModelWeights& w) const override { return inner_.built_from(w); }
-  std::unique_ptr<SequenceCache> new_cache(std::int64_t capacity) override {
-    return inner_.new_cache(capacity);
-  }
-  std::unique_ptr<PrefillCapture> new_capture(CaptureOptions options) override {
-    return inner_.new_capture(std::move(options));
-  }
-  LogitMatrix prefill(SequenceCache& cache, std::span<const std::int32_t> tokens, LogitRows rows,
-                      PrefillCapture* capture) override {
-    return inner_.prefill(cache, tokens, rows, capture);
-  }
-  std::vector<LogitMatrix> prefill_batch(std::span<SequenceCache* const> caches,
-                                         std::span<const std::span<const std::int32_t>> tokens,
-                                         LogitRows rows) override {
-    return inner_.prefill_batch(caches, tokens, rows);
-  }
-  LogitMatrix decode_step(std::span<SequenceCache* const> caches,
-                          std::span<const std::int32_t> tokens) override {
-    return inner_.decode_step(caches, tokens);
-  }
-  int max_concurrent_cells(const UnitDemand& demand) override {
-    return inner_.max_concurrent_cells(demand);
-  }
-  bool concurrent_cache_ops() const override { return true; }
-
- private:
-  CpuModel& inner_;
-};
-
 TEST(DecodingFanOut, AnEngineWithoutObservedStepsFailsOnlyTheDecodingCells) {
   const DecodingMethods methods;
   const std::vector<CellSpec> cells = methods.cells();
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   CpuModel model(weights, AttentionBackend::sdpa);
-  NoObservationEngine engine(model);
+  testing::CoreOnlyEngine engine(model);
   const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
   const UnitResult reference = run_unit(model, weights, tokens, cells, decode_options());
   for (auto* route : {&run_unit, &run_unit_naive}) {

@@ -2,8 +2,6 @@
 // captured window queries, keys and values equal a plain prefill's; column sums equal a brute-force
 // HF-eager attention; query moments equal a brute-force fp64 sum; the data of boundary Lc from the
 // long prefill equals that of a prefill of only the first Lc tokens (bitwise); and the errors.
-#include "runners/cpu/cpu_prefill_capture.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "runners/cpu/cpu_model.h"
+#include "runners/cpu/cpu_prefill_capture.h"
 #include "runners/model/bf16.h"
 #include "tests/unit_runner/test_support.h"
 

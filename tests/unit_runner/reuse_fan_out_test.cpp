@@ -5,7 +5,8 @@
 // existing query-agnostic fan-out of the single-question unit (context, question j, suffix j):
 // identical status, kept sets, kept digests, kept counts and bytes, greedy ids and stop flag — on
 // the tiny Llama (f32/bf16 × eager/sdpa) with a plain scorer at two budgets, think (key-channel
-// edits), kvzip (an extra pass) and the full-KV cell, and on SmolLM2 when its GGUF is present.
+// edits), kvzip (an extra pass), finch (window + key re-rotation) and the full-KV cell, and on
+// SmolLM2 when its GGUF is present.
 // Also: the rows' order and fields, the cost shares and their bits, smaller batches changing
 // nothing, a failing cell failing all its rows, and the errors for malformed reuse units.
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "methods/finch.h"
 #include "methods/knorm.h"
 #include "methods/kvzip.h"
 #include "methods/scorer_method.h"
@@ -156,7 +158,7 @@ UnitRunOptions decode(int max_new_tokens) {
   return options;
 }
 
-// The real methods the tiny tests run: snapkv (two budgets), knorm, think, kvzip.
+// The real methods the tiny tests run: snapkv (two budgets), knorm, think, kvzip, finch.
 struct TinyMethods {
   methods::ScorerMethod snapkv{
       std::make_shared<methods::SnapKvScorer>(methods::SnapKvParams{.window = 16})};
@@ -168,6 +170,14 @@ struct TinyMethods {
     p.chunk_size = 32;  // the 53-token context takes two passes
     return p;
   }()};
+  // Finch without its question (the last `window` context rows) and with key re-rotation; as
+  // make_method builds it, the runner reads rerotate_keys from the recorded parameters.
+  std::unique_ptr<methods::FinchMethod> finch = [] {
+    const methods::FinchParams params{.window = 4, .rerotate_keys = true};
+    auto method = std::make_unique<methods::FinchMethod>(params);
+    method->set_parameters(params);
+    return method;
+  }();
 
   std::vector<CellSpec> cells() const {
     std::uint64_t key = 1;
@@ -176,7 +186,8 @@ struct TinyMethods {
             {&snapkv, {.compression = 0.75}, Protocol::reuse, key++},
             {&knorm, {.compression = 0.5}, Protocol::reuse, key++},
             {&think, {.compression = 0.25}, Protocol::reuse, key++},
-            {&kvzip, {.compression = 0.5}, Protocol::reuse, key++}};
+            {&kvzip, {.compression = 0.5}, Protocol::reuse, key++},
+            {finch.get(), {.compression = 0.5}, Protocol::reuse, key++}};
   }
 };
 
