@@ -74,6 +74,14 @@ json canonical_benchmark_identity(const Benchmark& b) {
   return json{{"name", b.name}, {"kind", benchmarks::kind_name(b.kind)}, {"length", b.length}};
 }
 
+json canonical_grid_decoding(const GridDecoding& d) {
+  return json{{"compression_interval", d.compression_interval},
+              {"hidden_states_buffer_size", d.hidden_states_buffer_size},
+              {"method", d.method},
+              {"query_positions", d.query_positions},
+              {"target_size", d.target_size}};
+}
+
 json canonical_certification(const Certification& c) {
   json j{{"name", c.name},
          {"grid", c.grid},
@@ -143,6 +151,8 @@ json canonical_json(const Manifest& m) {
                        : *g.ratio_kind == RatioKind::compression ? "compression"
                                                                  : "retention";
     gj["ratios"] = g.ratios;
+    // Only grids that compress while decoding have the key: other manifests keep their hash.
+    if (g.decoding) gj["decoding"] = canonical_grid_decoding(*g.decoding);
     grids.push_back(gj);
   }
   j["grids"] = grids;

@@ -25,6 +25,9 @@ std::string manifest_sha256(const Manifest& m);
 nlohmann::json canonical_method(const Manifest& m, const MethodConfig& cfg);
 // A certification block as it enters the canonical form (and the lock's contracts).
 nlohmann::json canonical_certification(const Certification& c);
+// A grid's decode-time compression (its method by configuration name; the cell tuple inlines the
+// configuration instead, suite/manifest/expansion.cpp).
+nlohmann::json canonical_grid_decoding(const GridDecoding& d);
 // The full-KV reference method.
 nlohmann::json canonical_full_method();
 // The identity of a model and a benchmark within cell ids (locations such as paths excluded).

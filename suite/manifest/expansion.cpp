@@ -51,10 +51,24 @@ struct MethodBudget {
   std::string budget_text;
 };
 
+// `decoding`: "" (no decode-time compression; the key is absent, so such cells keep the ids they
+// always had) or the decoding_text of the cell's grid.
 std::string cell_tuple_from(const std::string& budget, const std::string& method, Protocol protocol,
-                            const std::string& unit) {
-  return R"({"budget":)" + budget + R"(,"method":)" + method + R"(,"protocol":)" +
+                            const std::string& unit, const std::string& decoding = "") {
+  return R"({"budget":)" + budget + (decoding.empty() ? "" : R"(,"decoding":)" + decoding) +
+         R"(,"method":)" + method + R"(,"protocol":)" +
          dump(json(std::string(protocol_name(protocol)))) + R"(,"unit":)" + unit + "}";
+}
+
+// A grid's decoding table as it enters cell tuples: its method's configuration inlined (content,
+// as the cell's own method is), "" when the grid has none.
+std::string decoding_text(const Manifest& m, std::int16_t grid) {
+  if (grid < 0 || !m.grids[static_cast<std::size_t>(grid)].decoding) return "";
+  const GridDecoding& d = *m.grids[static_cast<std::size_t>(grid)].decoding;
+  json j = canonical_grid_decoding(d);
+  const MethodConfig* cfg = m.find_method(d.method);
+  j["method"] = cfg != nullptr ? canonical_method(m, *cfg) : json(d.method);
+  return dump(j);
 }
 
 template <typename T>
@@ -89,8 +103,8 @@ std::string cell_tuple(const Manifest& m, const Unit& u, const Cell& c) {
   const std::string method =
       c.method < 0 ? dump(canonical_full_method())
                    : dump(canonical_method(m, m.methods[static_cast<std::size_t>(c.method)]));
-  return cell_tuple_from(budget_json(c.budget_kind, c.budget), method, c.protocol,
-                         unit_tuple(m, u));
+  return cell_tuple_from(budget_json(c.budget_kind, c.budget), method, c.protocol, unit_tuple(m, u),
+                         decoding_text(m, c.decoding_grid));
 }
 
 std::string selection_tuple(const Manifest& m, const Unit& u, const Cell& c) {
@@ -103,7 +117,8 @@ std::string selection_tuple(const Manifest& m, const Unit& u, const Cell& c) {
   const std::string method =
       c.method < 0 ? dump(canonical_full_method())
                    : dump(canonical_method(m, m.methods[static_cast<std::size_t>(c.method)]));
-  return cell_tuple_from(budget_json(c.budget_kind, c.budget), method, c.protocol, unit);
+  return cell_tuple_from(budget_json(c.budget_kind, c.budget), method, c.protocol, unit,
+                         decoding_text(m, c.decoding_grid));
 }
 
 std::uint64_t selection_key(const Manifest& m, const Unit& u, const Cell& c) {
@@ -156,7 +171,13 @@ Expansion expand(const Manifest& m) {
   std::unordered_map<std::uint64_t, std::uint32_t> unit_index;
   std::unordered_set<std::uint64_t> cell_seen;
 
+  if (m.grids.size() > 32767) {
+    throw InputError("the manifest has " + std::to_string(m.grids.size()) +
+                     " grids; at most 32767 are supported");
+  }
   for (const Grid& g : m.grids) {
+    const auto grid_index = static_cast<std::int16_t>(&g - m.grids.data());
+    const std::string decoding = decoding_text(m, grid_index);
     GridCount gc;
     gc.grid = g.name;
     gc.models = static_cast<std::int64_t>(g.models.size());
@@ -235,7 +256,7 @@ Expansion expand(const Manifest& m) {
                 for (const Protocol pi : protocols) {
                   for (const MethodBudget& v : variants) {
                     const std::uint64_t cid =
-                        id_of(cell_tuple_from(v.budget_text, *v.method_canon, pi, ut));
+                        id_of(cell_tuple_from(v.budget_text, *v.method_canon, pi, ut, decoding));
                     ++gc.cells;
                     if (!cell_seen.insert(cid).second) {
                       ++ex.overlapping_cells;
@@ -248,6 +269,7 @@ Expansion expand(const Manifest& m) {
                     c.protocol = pi;
                     c.budget_kind = v.kind;
                     c.budget = v.budget;
+                    c.decoding_grid = g.decoding ? grid_index : std::int16_t{-1};
                     ex.cells.push_back(c);
                     ++ex.units[ui].n_cells;
                   }

@@ -47,6 +47,9 @@ struct Cell {
   Protocol protocol = Protocol::query_agnostic;
   BudgetKind budget_kind = BudgetKind::none;
   double budget = 0;  // the ratio or threshold as declared (0 for full-KV)
+  // The grid whose `decoding` table the cell decodes under (index into Manifest::grids), or -1:
+  // no decode-time compression. Part of the cell's content (its tuple has "decoding" then).
+  std::int16_t decoding_grid = -1;
 };
 
 // How one grid's cell count comes about, for the plan printout.
@@ -71,7 +74,7 @@ struct Expansion {
   std::int64_t overlapping_cells = 0;  // cells produced by more than one grid (counted once)
 };
 
-// The most cells one study may expand to (24 bytes each in memory; the seed-001 audit has 643,800).
+// The most cells one study may expand to (32 bytes each in memory; the seed-001 audit has 643,800).
 inline constexpr std::int64_t kMaxCells = 50'000'000;
 
 // An upper bound on the number of cells (before merging overlapping grids), computed without

@@ -73,16 +73,31 @@ struct MethodConfig {
 
 enum class RatioKind { compression, retention };
 
+// A grid's decode-time compression (docs/MANIFEST.md §decoding; kvpress 0.5.5 DecodingPress, and
+// with a prefill method PrefillDecodingPress): every cell of the grid also compresses its cache
+// while decoding — every `compression_interval` decode steps, `method`'s selection over the whole
+// cache keeps `target_size` entries per (layer, KV head). Absent: no decode-time compression.
+struct GridDecoding {
+  std::string method;  // a method configuration name (its selection runs during decoding)
+  std::int64_t compression_interval = 512;
+  std::int64_t target_size = 2048;
+  std::int64_t hidden_states_buffer_size = 256;
+  std::string query_positions = "current_step";  // one of kDecodingQueryPositions
+  SourcePos pos;
+};
+inline constexpr const char* kDecodingQueryPositions[] = {"current_step", "own"};
+
 struct Grid {
   std::string name;
-  std::vector<std::string> benchmarks;  // sorted
-  std::vector<std::string> models;      // sorted; all models when the manifest omits the key
-  std::vector<std::string> methods;     // sorted method config names
-  std::optional<RatioKind> ratio_kind;  // set when the grid has ratio methods
-  std::vector<double> ratios;           // sorted ascending
-  std::vector<double> thresholds;       // sorted ascending (threshold methods)
-  std::vector<std::string> protocols;   // sorted: "query-agnostic", "query-aware"
-  std::vector<std::string> backends;    // sorted: "eager", "sdpa"
+  std::vector<std::string> benchmarks;   // sorted
+  std::vector<std::string> models;       // sorted; all models when the manifest omits the key
+  std::vector<std::string> methods;      // sorted method config names
+  std::optional<RatioKind> ratio_kind;   // set when the grid has ratio methods
+  std::vector<double> ratios;            // sorted ascending
+  std::vector<double> thresholds;        // sorted ascending (threshold methods)
+  std::vector<std::string> protocols;    // sorted: "query-agnostic", "query-aware", "reuse"
+  std::vector<std::string> backends;     // sorted: "eager", "sdpa"
+  std::optional<GridDecoding> decoding;  // decode-time compression of every cell of the grid
   SourcePos pos;
 };
 

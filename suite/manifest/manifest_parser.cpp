@@ -888,9 +888,37 @@ class Parser {
                                                 "attention backend");
                                 }))
         g.backends = *v;
+      if (const toml::table* dt = sub_table(f, "decoding", false)) {
+        Fields d(*dt, f.field("decoding"), diag_);
+        GridDecoding decoding;
+        decoding.pos = d.pos();
+        constexpr std::int64_t kMaxSteps = std::int64_t{1} << 30;
+        if (auto v = d.string("method", true)) {
+          if (m_.find_method(*v) == nullptr) {
+            diag_.error(pos_of(*dt->get("method")), d.field("method"),
+                        "unknown method configuration '" + *v + "'");
+          }
+          decoding.method = *v;
+        }
+        if (auto v = d.integer("compression_interval", true, 1, kMaxSteps)) {
+          decoding.compression_interval = *v;
+        }
+        if (auto v = d.integer("target_size", true, 1, kMaxSteps)) decoding.target_size = *v;
+        if (auto v = d.integer("hidden_states_buffer_size", false, 0, kMaxSteps)) {
+          decoding.hidden_states_buffer_size = *v;
+        }
+        if (auto v =
+                d.choice("query_positions", false, kDecodingQueryPositions, "query positions")) {
+          decoding.query_positions = *v;
+        }
+        d.finish(
+            "method, compression_interval, target_size, hidden_states_buffer_size, "
+            "query_positions");
+        g.decoding = decoding;
+      }
       f.finish(
           "name, benchmarks, models, methods, compression, retention, thresholds, protocols, "
-          "attention_backends");
+          "attention_backends, decoding");
       m_.grids.push_back(std::move(g));
     }
   }

@@ -195,6 +195,13 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
          << with_commas(g.instances * g.models * g.cells_per_unit) << ")";
     }
     os << "\n";
+    if (const Grid* grid = m.find_grid(g.grid); grid != nullptr && grid->decoding) {
+      const GridDecoding& d = *grid->decoding;
+      os << "    decoding: every cell also compresses while decoding: " << d.method << " every "
+         << d.compression_interval << " steps down to " << d.target_size
+         << " entries per (layer, KV head) (buffer " << d.hidden_states_buffer_size << ", "
+         << d.query_positions << ")\n";
+    }
     if (g.reuse_units > 0) {
       os << "    reuse: " << with_commas(g.reuse_units)
          << " reuse units (one compression per context, every question of the context answered "

@@ -246,6 +246,10 @@ struct UnitExecutor::Impl {
 
     // One CellSpec per runnable cell; a method that cannot be built fails its cells only.
     std::vector<unit::CellSpec> specs;
+    // Decode-time compression settings of the cells whose grid has a `decoding` table (reserved:
+    // CellSpec::decoding points into it).
+    std::vector<unit::DecodingCell> decodings;
+    decodings.reserve(cells.size());
     std::vector<std::size_t>
         spec_of;  // specs[s] belongs to cell spec_of[s] (its records: out[spec_of[s]·k + j])
     for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -262,6 +266,30 @@ struct UnitExecutor::Impl {
           }
           continue;
         }
+      }
+      if (cell.decoding_grid >= 0) {
+        const manifest::GridDecoding& d =
+            *manifest.grids.at(static_cast<std::size_t>(cell.decoding_grid)).decoding;
+        const auto di =
+            static_cast<std::size_t>(manifest.find_method(d.method) - manifest.methods.data());
+        const methods::Method* decoding_method = method(di);
+        if (!decoding_method) {
+          for (std::size_t j = 0; j < k; ++j) {
+            out[i * k + j].status = records::CellStatus::error;
+            out[i * k + j].error = "decoding: " + build_errors[di];
+            finished[i * k + j] = true;
+          }
+          continue;
+        }
+        unit::DecodingPolicy policy;
+        policy.compression_interval = static_cast<int>(d.compression_interval);
+        policy.target_size = static_cast<int>(d.target_size);
+        policy.hidden_states_buffer_size = static_cast<int>(d.hidden_states_buffer_size);
+        policy.query_positions = d.query_positions == "own"
+                                     ? unit::BufferedQueryPositions::own
+                                     : unit::BufferedQueryPositions::current_step;
+        decodings.push_back(unit::DecodingCell{decoding_method, policy});
+        spec.decoding = &decodings.back();
       }
       spec.budget = budget_of(cell);
       spec.protocol = cell.protocol;

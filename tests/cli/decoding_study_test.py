@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""A study with decode-time compression end to end (issue 19; docs/MANIFEST.md §grids.decoding).
+
+SmolLM2-135M-Instruct, RULER niah_single_1 at 512 tokens, 2 instances, snapkv 0.5 + full KV,
+query-agnostic, sdpa — in two grids over the same units: "plain" without a decoding table and
+"decoding" with `[grids.decoding]` (knorm every 4 decode steps down to 100 entries per layer and
+KV head). Checks: plan prints the decoding table and counts both grids' cells (the table is part
+of the cells' content, so the grids do not merge); `kvaudit run` completes; read back with h5py,
+every record of the decoding grid compressed while decoding (decode_compressions >= 1,
+final_kv_bytes < peak_kv_bytes, at most 100 entries per (layer, KV head) at the end) and every
+record of the plain grid did not (0 compressions, final == peak); reduce completes.
+
+Usage: decoding_study_test.py --kvaudit BIN --model GGUF --workdir DIR
+Exit 0 = pass, 77 = skipped (the reason is printed), 1 = failure.
+"""
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import h5py
+
+FAILURES = []
+
+
+def check(cond, what):
+    print(("ok:   " if cond else "FAIL: ") + what, flush=True)
+    if not cond:
+        FAILURES.append(what)
+
+
+GRID = """
+[[grids]]
+name = "{name}"
+benchmarks = ["ruler-512"]
+methods = ["snapkv"]
+compression = [0.5]
+protocols = ["query-agnostic"]
+attention_backends = ["sdpa"]
+"""
+
+MANIFEST = """[study]
+name = "decoding-study-test"
+seed = 3
+output_dir = "results"
+
+[[models]]
+name = "smollm2-135m-instruct"
+path = "{model}"
+format = "gguf"
+chat_template = "chatml"
+dtype = "f32"
+
+[[benchmarks]]
+name = "ruler-512"
+kind = "ruler"
+tasks = ["niah_single_1"]
+length = 512
+instances = 2
+essay = "builtin"
+
+[methods.snapkv]
+[methods.knorm]
+""" + GRID.format(name="plain") + GRID.format(name="decoding") + """
+[grids.decoding]
+method = "knorm"
+compression_interval = 4
+target_size = 100
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kvaudit", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    if not os.path.exists(args.model):
+        print("SKIP: %s is absent (tools/setup.sh fetches it)" % args.model)
+        return 77
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    manifest = os.path.join(args.workdir, "study.toml")
+    with open(manifest, "w") as f:
+        f.write(MANIFEST.format(model=os.path.abspath(args.model)))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+
+    plan = subprocess.run([args.kvaudit, "plan", manifest], capture_output=True, text=True,
+                          env=env)
+    check(plan.returncode == 0, "plan exits 0 (%s)" % plan.stderr[-300:])
+    check("decoding: every cell also compresses while decoding: knorm every 4 steps down to 100"
+          in plan.stdout, "plan prints the decoding table")
+    check("total      2 units, 8 cells" in plan.stdout,
+          "the decoding grid's cells are distinct from the plain grid's")
+
+    run = subprocess.run([args.kvaudit, "run", manifest], capture_output=True, text=True, env=env,
+                         timeout=1200)
+    check(run.returncode == 0, "run exits 0 (%s)" % run.stderr[-500:])
+
+    records = []
+    for path in sorted(glob.glob(os.path.join(args.workdir, "results", "shards", "part-*.h5"))):
+        with h5py.File(path, "r") as f:
+            records.extend(f["records"][...])
+    check(len(records) == 8, "8 records (%d)" % len(records))
+    # SmolLM2: 30 layers x 3 KV heads; an entry of one (layer, KV head) is K and V of 64 f32
+    # values each = 512 bytes. After the last compression a cache holds at most 100 entries per
+    # (layer, KV head) plus the tokens of up to 3 later steps (interval 4).
+    most = 30 * 3 * (100 + 3) * 512
+    compressing = [r for r in records if r["decode_compressions"] > 0]
+    plain = [r for r in records if r["decode_compressions"] == 0]
+    check(len(compressing) == 4 and len(plain) == 4,
+          "4 records compressed while decoding, 4 did not (%d, %d)"
+          % (len(compressing), len(plain)))
+    for r in compressing:
+        check(r["status"] == 0 and r["final_kv_bytes"] < r["peak_kv_bytes"] and
+              r["final_kv_bytes"] <= most,
+              "%s: final %d < peak %d" % (r["method_id"].decode(), r["final_kv_bytes"],
+                                           r["peak_kv_bytes"]))
+    for r in plain:
+        check(r["status"] == 0 and r["final_kv_bytes"] == r["peak_kv_bytes"],
+              "%s without decoding: final == peak" % r["method_id"].decode())
+
+    reduce = subprocess.run([args.kvaudit, "reduce", os.path.join(args.workdir, "results"),
+                             "--no-figures"], capture_output=True, text=True, env=env)
+    check(reduce.returncode == 0, "reduce exits 0 (%s)" % reduce.stderr[-300:])
+    if FAILURES:
+        print("%d check(s) failed" % len(FAILURES))
+        return 1
+    print("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
