@@ -117,7 +117,8 @@ int run(int argc, char** argv) {
       {"pattern", args.artefacts + "/duo_pattern.tsv"},
       {"head_scores", args.artefacts + "/head_scores.json"},
       {"gates", args.artefacts + "/fastkvzip_gates.safetensors"},
-      {"curve", args.artefacts + "/lukv_curve.npy"}};
+      {"curve", args.artefacts + "/lukv_curve.npy"},
+      {"model", args.artefacts + "/kvzap_mlp.safetensors"}};
   std::vector<std::unique_ptr<kvaudit::methods::Method>> methods;
   std::vector<CellSpec> cells;
   std::vector<Row> rows;

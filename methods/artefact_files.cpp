@@ -232,6 +232,18 @@ std::map<std::string, ArtefactTensor> parse_safetensors_tensors(
   return out;
 }
 
+std::vector<std::string> read_safetensors_names(const std::string& path) {
+  return parse_safetensors_names(read_all(path), path);
+}
+
+std::vector<std::string> parse_safetensors_names(std::vector<unsigned char> bytes,
+                                                 const std::string& source) {
+  const ParsedSafetensors file = parse_safetensors(std::move(bytes), source);
+  std::vector<std::string> names;
+  for (const auto& [name, entry] : file.tensors) names.push_back(name);
+  return names;
+}
+
 ArtefactMatrix read_tsv_matrix(const std::string& path) {
   const std::vector<unsigned char> bytes = read_all(path);
   return parse_tsv_matrix(std::string(bytes.begin(), bytes.end()), path);

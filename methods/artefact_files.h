@@ -34,6 +34,12 @@ struct ArtefactTensor {
 std::map<std::string, ArtefactTensor> read_safetensors_tensors(
     const std::string& path, const std::vector<std::string>& names);
 
+// The names of the tensors a safetensors file holds (its header checked as above; no values read),
+// sorted. Methods whose tensor names depend on the model (KVzap's per-layer modules) probe them.
+std::vector<std::string> read_safetensors_names(const std::string& path);
+std::vector<std::string> parse_safetensors_names(std::vector<unsigned char> bytes,
+                                                 const std::string& source);
+
 // A rectangular matrix of finite numbers from a TSV file: rows × columns, row-major.
 struct ArtefactMatrix {
   std::int64_t rows = 0;

@@ -43,6 +43,7 @@ CaptureSubset::CaptureSubset(const LayerCapture& layer,
   view_.column_sums = {};
   view_.queries = {};
   view_.queries_prerope = {};
+  view_.attention_input = {};
   // The window rows are the last rows of the full prefill; a subset shorter than them keeps the
   // last `count` (LayerCapture: window_rows ≤ L).
   if (view_.window_rows > view_.length) {
@@ -60,7 +61,7 @@ CaptureSubset::CaptureSubset(const LayerCapture& layer,
 
 bool reads_only_subset_fields(const Scorer& scorer) {
   return !scorer.needs_column_sums() && !scorer.needs_query_moments() &&
-         !scorer.needs_all_queries();
+         !scorer.needs_all_queries() && !scorer.needs_attention_input();
 }
 
 std::vector<std::vector<std::int32_t>> position_range(const LayerCapture& layer, std::int32_t begin,

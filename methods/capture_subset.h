@@ -38,8 +38,8 @@ class CaptureSubset {
 };
 
 // Whether `scorer` reads only what a CaptureSubset carries faithfully: keys, values, window
-// queries, o_proj, RoPE frequencies — not column sums, query moments or all-queries rows (these
-// are tied to the full cache's positions).
+// queries, o_proj, RoPE frequencies — not column sums, query moments, all-queries rows or the
+// attention input (these are tied to the full cache's positions).
 bool reads_only_subset_fields(const Scorer& scorer);
 
 // The positions [begin, end) of every head of `layer`, in order.

@@ -7,6 +7,7 @@
 #include "methods/artefact_files.h"
 #include "methods/fastkvzip_gates.h"
 #include "methods/head_scores_file.h"
+#include "methods/kvzap_model.h"
 #include "methods/npy_file.h"
 #include "methods/param_lists.h"
 #include "methods/wrapper_budgets.h"
@@ -698,6 +699,36 @@ std::vector<MethodSpec> build_catalog() {
                                     check_qfilter_file)},
                .is_scorer = true,
                .typed_defaults = plain<QFilterParams>()});
+  c.push_back({.id = "dms",
+               .summary = "evict every entry whose wrapped-scorer score is below the threshold, "
+                          "outside the last sliding_window_size positions (prefill form)",
+               .citation = "Łańcucki et al. 2025, 'Inference-Time Hyper-Scaling with KV Cache "
+                           "Compression' (DMS, arXiv 2506.05345); kvpress DMSPress",
+               .axis = BudgetAxis::threshold,
+               .variants = {},
+               .params = {scorer_ref(&DmsParams::scorer),
+                          integer("sliding_window_size", &DmsParams::sliding_window_size, 1,
+                                  kUnbounded, "last positions never evicted")},
+               .is_scorer = false,
+               .typed_defaults = plain<DmsParams>(),
+               .check_params = {},
+               .fixed_compression = {},
+               .larger_threshold_keeps_more = false,
+               .thresholds_of_any_sign = true});
+  c.push_back(
+      {.id = "kvzap",
+       .summary = "KVzip-like importance predicted per KV pair from the attention input by "
+                  "a learned per-layer linear or MLP surrogate (from a file)",
+       .citation = "'KVzap' (arXiv 2601.07891); kvpress KVzapPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {file_path("model", &KvzapParams::model,
+                            "safetensors file of kvpress's KVzapModel: layers.i.weight/bias "
+                            "(linear) or layers.i.0.* and layers.i.2.* (mlp) per layer i "
+                            "(the hub's nvidia/KVzap-<linear|mlp>-<model> model.safetensors)",
+                            check_kvzap_model_file)},
+       .is_scorer = true,
+       .typed_defaults = plain<KvzapParams>()});
   c.push_back(
       {.id = "expected_attention_stats",
        .summary = "expected attention from query statistics precomputed on a corpus (from a file)",

@@ -100,6 +100,9 @@ struct MethodSpec {
   // layers are lazy) rather than less (refreekv's T). Sets the conservative → aggressive order of
   // a certification block's candidates: decreasing thresholds when true.
   bool larger_threshold_keeps_more = false;
+  // Threshold methods whose threshold is a score level of any sign (dms: KVzap's log-scale scores);
+  // the others need thresholds > 0, and a grid's thresholds must suit every threshold method in it.
+  bool thresholds_of_any_sign = false;
 };
 
 const std::vector<MethodSpec>& method_catalog();

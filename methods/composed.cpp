@@ -67,6 +67,10 @@ bool ComposedMethod::needs_all_queries() const {
   return std::any_of(presses_.begin(), presses_.end(),
                      [](const auto& p) { return p->needs_all_queries(); });
 }
+bool ComposedMethod::needs_attention_input() const {
+  return std::any_of(presses_.begin(), presses_.end(),
+                     [](const auto& p) { return p->needs_attention_input(); });
+}
 std::string ComposedMethod::name() const {
   std::string names;
   for (const auto& p : presses_) names += (names.empty() ? "" : ", ") + p->name();

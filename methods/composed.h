@@ -43,6 +43,7 @@ class ComposedMethod : public Method {
   bool needs_column_sums() const override;
   bool needs_query_moments() const override;
   bool needs_all_queries() const override;
+  bool needs_attention_input() const override;
   std::string name() const override;
 
  private:

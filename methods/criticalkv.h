@@ -32,6 +32,7 @@ class CriticalKvScorer : public Scorer {
   bool needs_column_sums() const override { return scorer_->needs_column_sums(); }
   bool needs_query_moments() const override { return scorer_->needs_query_moments(); }
   bool needs_all_queries() const override { return scorer_->needs_all_queries(); }
+  bool needs_attention_input() const override { return scorer_->needs_attention_input(); }
   bool scores_depend_on_budget() const override { return true; }
   std::string name() const override { return "criticalkv(" + scorer_->name() + ")"; }
 

@@ -143,6 +143,12 @@ class Scorer {
   virtual bool needs_column_sums() const { return false; }
   virtual bool needs_query_moments() const { return false; }
   virtual bool needs_all_queries() const { return false; }
+  // Whether it reads LayerCapture::attention_input (KVzap's surrogate; CPU capture only).
+  virtual bool needs_attention_input() const { return false; }
+  // Whether kvpress's scores are in the model's dtype (bf16 for a bf16 model, e.g. KVzap's
+  // surrogate cast to it) rather than f32 (Knorm's vector_norm with dtype=float32, ...). DMS
+  // compares its threshold in that dtype (methods/dms.h).
+  virtual bool scores_in_model_dtype() const { return false; }
   virtual std::string name() const = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "methods/criticalkv.h"
 #include "methods/cur.h"
 #include "methods/defensivekv.h"
+#include "methods/dms.h"
 #include "methods/duo_attention.h"
 #include "methods/entropy_gated_chunkkv.h"
 #include "methods/expected_attention.h"
@@ -31,6 +32,7 @@
 #include "methods/keydiff.h"
 #include "methods/knorm.h"
 #include "methods/kvcompose.h"
+#include "methods/kvzap.h"
 #include "methods/kvzip.h"
 #include "methods/lacache.h"
 #include "methods/lagkv.h"
@@ -121,6 +123,8 @@ std::shared_ptr<const Scorer> make_scorer(const ResolvedMethod& m) {
           return std::make_shared<QFilterScorer>(p);
         } else if constexpr (std::is_same_v<P, ExpectedAttentionStatsParams>) {
           return std::make_shared<ExpectedAttentionStatsScorer>(p);
+        } else if constexpr (std::is_same_v<P, KvzapParams>) {
+          return std::make_shared<KvzapScorer>(p);
         } else {
           fail(m,
                "has no scorer that wrappers can reuse (its selection is not a per-head top-k "
@@ -206,8 +210,11 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
         } else if constexpr (std::is_same_v<P, LaCacheParams>) {
           return std::make_unique<LaCacheMethod>(p);
         } else if constexpr (std::is_same_v<P, QFilterParams> ||
-                             std::is_same_v<P, ExpectedAttentionStatsParams>) {
+                             std::is_same_v<P, ExpectedAttentionStatsParams> ||
+                             std::is_same_v<P, KvzapParams>) {
           return std::make_unique<ScorerMethod>(make_scorer(m));
+        } else if constexpr (std::is_same_v<P, DmsParams>) {
+          return std::make_unique<DmsMethod>(wrapped_scorer(m), p.sliding_window_size);
         } else if constexpr (std::is_same_v<P, DuoAttentionParams>) {
           return std::make_unique<DuoAttentionMethod>(p);
         } else if constexpr (std::is_same_v<P, MergingParams>) {

@@ -163,6 +163,18 @@ struct QFilterParams {
   std::string filters;  // safetensors: q_filters [layers, KV heads, d]
 };
 
+// KVzap (methods/kvzap.h, kvpress KVzapPress): a learned per-layer surrogate of KVzip's scores.
+struct KvzapParams {
+  std::string model;  // safetensors: the surrogate's per-layer modules (methods/kvzap_model.h)
+};
+
+// DMS (methods/dms.h, kvpress DMSPress, prefill form): evict what scores below the cell's threshold
+// outside the last sliding_window_size positions.
+struct DmsParams {
+  std::string scorer;             // the wrapped scorer's configuration
+  int sliding_window_size = 128;  // last positions never evicted
+};
+
 struct ExpectedAttentionStatsParams {
   std::string statistics;        // safetensors: query_mean [layers, H, d], query_cov [.., d, d]
   int n_future_positions = 512;  // future positions averaged
@@ -363,7 +375,9 @@ using MethodParams = std::variant<
     FinchParams,
     LukvParams,
     BlockParams,
-    RkvParams
+    RkvParams,
+    KvzapParams,
+    DmsParams
     // to add one, insert ",\n    NewParams" right before this comment line
     >;
 // clang-format on

@@ -18,6 +18,7 @@ class ScorerWrapperMethod : public Method {
   bool needs_column_sums() const override { return scorer_->needs_column_sums(); }
   bool needs_query_moments() const override { return scorer_->needs_query_moments(); }
   bool needs_all_queries() const override { return scorer_->needs_all_queries(); }
+  bool needs_attention_input() const override { return scorer_->needs_attention_input(); }
   std::string name() const override {
     return kind_.empty() ? scorer_->name() : kind_ + "(" + scorer_->name() + ")";
   }

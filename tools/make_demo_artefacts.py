@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Synthetic method artefacts shaped for a model, so that manifests/every-method.toml can run the
 artefact methods (qfilter, expected_attention_stats, duo_attention variant `pattern`, headkv,
-fastkvzip, lukv) end to end on SmolLM2-135M-Instruct. The values are seeded random numbers with the
+fastkvzip, lukv, kvzap) end to end on SmolLM2-135M-Instruct. The values are seeded random numbers with the
 right shapes and ranges: they exercise the code paths (reading, checking, hashing, scoring) and say NOTHING about
 how well these methods work. Real artefacts come from the methods' authors or their training code
 (docs/METHODS.md says where, per method).
@@ -18,6 +18,9 @@ Writes into --out (default results/every-method-artefacts):
                                (G = heads / kv_heads; kvpress FastKVzipGate's state_dict names) F32
   lukv_curve.npy               LU-KV budget curve [99, layers, kv_heads] <f4: row t holds prune ratios whose
                                mean is (t+1)/100, spread ±0.1 at random over layers and KV heads
+  kvzap_mlp.safetensors        KVzap mlp surrogate per layer i: layers.i.0.weight [32, hidden], layers.i.0.bias [32],
+                               layers.i.2.weight [kv_heads, 32], layers.i.2.bias [kv_heads] (kvpress KVzapModel's
+                               state_dict names) F32; drawn after the files above, which stay as they were
   README.txt                   says that these are synthetic
 Standard library only (no numpy): `python3 tools/make_demo_artefacts.py [--out DIR] [--layers 30
 --heads 9 --kv-heads 3 --head-dim 64 --seed 7]`; the defaults are SmolLM2-135M's shape.
@@ -106,6 +109,17 @@ def main() -> int:
     header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
     (a.out / "lukv_curve.npy").write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode()
                                            + struct.pack(f"<{len(curve)}f", *curve))
+
+    kvzap, kvzap_hidden = {}, 32
+    for layer in range(a.layers):
+        kvzap[f"layers.{layer}.0.weight"] = ((kvzap_hidden, a.hidden),
+                                             [rng.gauss(0, a.hidden ** -0.5) for _ in range(kvzap_hidden * a.hidden)])
+        kvzap[f"layers.{layer}.0.bias"] = ((kvzap_hidden,), [rng.gauss(0, 0.1) for _ in range(kvzap_hidden)])
+        kvzap[f"layers.{layer}.2.weight"] = ((a.kv_heads, kvzap_hidden),
+                                             [rng.gauss(0, kvzap_hidden ** -0.5)
+                                              for _ in range(a.kv_heads * kvzap_hidden)])
+        kvzap[f"layers.{layer}.2.bias"] = ((a.kv_heads,), [rng.gauss(0, 0.1) for _ in range(a.kv_heads)])
+    write_safetensors(a.out / "kvzap_mlp.safetensors", kvzap)
 
     (a.out / "README.txt").write_text(
         "SYNTHETIC artefacts made by tools/make_demo_artefacts.py (seed %d, %d layers, %d heads, %d KV heads, "

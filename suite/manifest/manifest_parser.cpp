@@ -794,15 +794,23 @@ class Parser {
         std::sort(g.models.begin(), g.models.end());
       }
       bool any_ratio = false, any_threshold = false;
+      // The first threshold method of the grid that needs thresholds > 0 (methods.<config>), if
+      // any.
+      std::string positive_threshold_method;
       if (auto v = f.string_set("methods", true, "method",
                                 [&](const std::string& b, SourcePos p, const std::string& w) {
                                   const MethodConfig* c = m_.find_method(b);
                                   if (!known(c != nullptr, p, w, "method configuration", b))
                                     return false;
-                                  if (mc::find_method(c->method)->axis == mc::BudgetAxis::threshold)
+                                  const mc::MethodSpec* spec = mc::find_method(c->method);
+                                  if (spec->axis == mc::BudgetAxis::threshold) {
                                     any_threshold = true;
-                                  else
+                                    if (!spec->thresholds_of_any_sign &&
+                                        positive_threshold_method.empty())
+                                      positive_threshold_method = b;
+                                  } else {
                                     any_ratio = true;
+                                  }
                                   return true;
                                 }))
         g.methods = *v;
@@ -851,7 +859,12 @@ class Parser {
                     "retention = [...]");
       }
       if (const toml::node* tn = t->get("thresholds")) {
-        if (auto v = numbers(f, "thresholds", "threshold")) g.thresholds = *v;
+        // Thresholds of any sign (finite: as_real) when every threshold method of the grid takes
+        // them (dms).
+        const std::string kind =
+            any_threshold && positive_threshold_method.empty() ? "score threshold" : "threshold";
+        threshold_owner_ = positive_threshold_method;
+        if (auto v = numbers(f, "thresholds", kind)) g.thresholds = *v;
         if (!any_threshold && !g.methods.empty())
           diag_.error(pos_of(*tn), f.field("thresholds"),
                       "no method of this grid takes a threshold budget");
@@ -998,7 +1011,12 @@ class Parser {
       return false;
     }
     if (kind == "threshold" && !(v > 0)) {
-      diag_.error(p, where, "threshold " + format_number(v) + " must be positive");
+      diag_.error(p, where,
+                  "threshold " + format_number(v) + " must be positive" +
+                      (threshold_owner_.empty()
+                           ? std::string()
+                           : " (method '" + threshold_owner_ +
+                                 "' takes thresholds > 0; only dms takes thresholds of any sign)"));
       return false;
     }
     return true;
@@ -1331,6 +1349,8 @@ class Parser {
   const toml::table& root_;
   Manifest& m_;
   Diagnostics& diag_;
+  // While a grid's thresholds are read: its first threshold method that needs thresholds > 0.
+  std::string threshold_owner_;
 };
 
 // Same method and parameters under two names would be the same cells twice.

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "methods/method_factory.h"
+#include "tests/methods/f32_safetensors.h"
 
 namespace kvaudit::methods {
 namespace {
@@ -243,41 +244,11 @@ TEST(FastKvzip, ParametersOutOfRangeAreRefused) {
 
 // ---- the gates file --------------------------------------------------------------------------
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "kvaudit_fastkvzip_test";
-  fs::create_directories(dir);
-  return dir / name;
-}
-
-struct Tensor {
-  std::vector<std::int64_t> shape;
-  std::vector<float> values;
-};
+using Tensor = testing::F32Tensor;
 
 std::string write_f32_safetensors(const std::string& name,
                                   const std::map<std::string, Tensor>& tensors) {
-  std::string header = "{";
-  std::vector<unsigned char> data;
-  for (const auto& [tensor_name, t] : tensors) {
-    std::string shape;
-    for (std::size_t k = 0; k < t.shape.size(); ++k)
-      shape += (k ? "," : "") + std::to_string(t.shape[k]);
-    const std::size_t bytes = t.values.size() * 4;
-    header += (header.size() > 1 ? "," : "") + std::string("\"") + tensor_name +
-              "\":{\"dtype\":\"F32\",\"shape\":[" + shape + "],\"data_offsets\":[" +
-              std::to_string(data.size()) + "," + std::to_string(data.size() + bytes) + "]}";
-    const std::size_t at = data.size();
-    data.resize(at + bytes);
-    std::memcpy(data.data() + at, t.values.data(), bytes);  // little-endian host
-  }
-  header += "}";
-  const fs::path path = scratch(name);
-  std::ofstream out(path, std::ios::binary);
-  const std::uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
-  out << header;
-  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  return path.string();
+  return testing::write_f32_safetensors("kvaudit_fastkvzip_test", name, tensors);
 }
 
 // The toy gate as kvpress's state_dict names it, for `layers` layers.

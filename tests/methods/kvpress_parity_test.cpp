@@ -78,6 +78,13 @@
 //    prompt ids tie exactly (flagged); f32 cases match exactly, tied ones too. bf16 global-budget
 //    query-aware cases ≈ 0.997: bf16 gate projections of our CpuModel's bf16 attention input can
 //    land one bf16 step from torch's and reorder near-equal scores at the pruning boundary.
+//  * KVzap (kept_kvzap): the surrogates are seeded KVzapModel weights in
+//    tests/golden/artefacts/kvzap_{mlp,linear}_tiny; the capture adds the attention input. As
+//    FastKVzip's gates, layer 0's surrogate sees only a token's own embedding, so repeated prompt
+//    ids tie exactly (flagged). dms(kvzap) / dms(knorm) (same file) are threshold cases
+//    ("threshold", compression 0): per-head counts follow from the scores, compared exactly;
+//    bf16 cases with a score within a relative 2^-10 of T are flagged (our bf16 keys and hidden
+//    states can differ from HF's by one bf16 step; one dms(knorm) position at T = −4.2 did).
 //  * Merging (kept_merging): kept sets as the wrapped scorer's (knorm, snapkv(window=16)); the
 //    merged values are checked by KvpressParityMerging below (f32: every head equal to kvpress's
 //    rows, sums within 1e-6 relative, once no-op merges of identical layer-0 values are

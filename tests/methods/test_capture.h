@@ -1,11 +1,17 @@
 // Owned LayerCapture data for the method unit tests: fill the vectors, then call view().
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "methods/layer_capture.h"
+#include "methods/method.h"
 
 namespace kvaudit::methods::testing {
 
@@ -59,5 +65,19 @@ inline OwnedLayer zero_layer(int heads, int query_heads, int length, int head_di
   o.values.assign(static_cast<std::size_t>(heads), std::vector<float>(n, 0.0f));
   return o;
 }
+
+// Scores from a table [Hkv, L], the same for every layer (a gtest assertion checks the size).
+class FixedScorer : public Scorer {
+ public:
+  explicit FixedScorer(std::vector<float> table) : table_(std::move(table)) {}
+  void score(const LayerCapture&, const SelectionContext&, std::span<float> out) const override {
+    ASSERT_EQ(out.size(), table_.size());
+    std::copy(table_.begin(), table_.end(), out.begin());
+  }
+  std::string name() const override { return "fixed"; }
+
+ private:
+  std::vector<float> table_;
+};
 
 }  // namespace kvaudit::methods::testing

@@ -19,19 +19,7 @@ namespace {
 
 using testing::zero_layer;
 
-// Scores from a table [Hkv, L], the same for every layer.
-class FixedScorer : public Scorer {
- public:
-  explicit FixedScorer(std::vector<float> table) : table_(std::move(table)) {}
-  void score(const LayerCapture&, const SelectionContext&, std::span<float> out) const override {
-    ASSERT_EQ(out.size(), table_.size());
-    std::copy(table_.begin(), table_.end(), out.begin());
-  }
-  std::string name() const override { return "fixed"; }
-
- private:
-  std::vector<float> table_;
-};
+using testing::FixedScorer;
 
 using Kept = std::vector<std::vector<std::int32_t>>;
 

@@ -51,19 +51,7 @@ class FirstKeyComponent : public Scorer {
   std::string name() const override { return "first_key"; }
 };
 
-// Scores from a table [Hkv, L], the same for every layer.
-class FixedScorer : public Scorer {
- public:
-  explicit FixedScorer(std::vector<float> table) : table_(std::move(table)) {}
-  void score(const LayerCapture&, const SelectionContext&, std::span<float> out) const override {
-    ASSERT_EQ(out.size(), table_.size());
-    std::copy(table_.begin(), table_.end(), out.begin());
-  }
-  std::string name() const override { return "fixed"; }
-
- private:
-  std::vector<float> table_;
-};
+using testing::FixedScorer;
 
 // One KV head, d = 2, key j = [first[j], 0] (so FirstKeyComponent scores them as given).
 OwnedLayer keys_layer(const std::vector<float>& first) {

@@ -23,6 +23,12 @@ DuoAttention, from GitHub); nothing here reaches a network. This script writes s
       [2 layers x 2 KV heads] head scores in DuoAttention's full_attention_heads.tsv layout (numpy.savetxt, tab
       delimiter): kvpress's duo_attention_on_the_fly() (the experimental on-the-fly DuoAttention scoring) on the same
       calibration sequences instead of 50 BookSum chapters (num_samples = CALIBRATION_SAMPLES, q_len 500).
+  kvzap_mlp_tiny/model.safetensors, kvzap_linear_tiny/model.safetensors (+ config.json)
+      KVzap surrogates for the tiny models (2 modules, input 64, output 2 KV heads; mlp hidden_dim 16): per layer i
+      layers.i.0.{weight,bias}, layers.i.2.{weight,bias} (mlp) resp. layers.i.{weight,bias} (linear), F32.
+      SYNTHETIC: kvpress's own KVzapModel (kvpress/presses/kvzap_press.py) with torch's default nn.Linear
+      initialisation under torch.manual_seed(KVZAP_SEED), written by its save_pretrained, i.e. the file layout of
+      the hub repositories nvidia/KVzap-<linear|mlp>-<model> (the trained ones predict KVzip's scores).
   artefacts.json
       provenance: generator, versions, seeds, shapes, and the SHA-256 of every file above.
 
@@ -33,7 +39,10 @@ the C++ parity test gives the same files to our methods.
 
 Run from the repository root (the kvpress venv of tools/golden/make_kvpress_golden.py):
   nice tools/.venv-kvpress/bin/python tools/golden/make_artefacts_golden.py
-Reruns are byte-identical (torch.set_num_threads(1), deterministic algorithms; checked with cmp).
+Reruns on one machine are byte-identical (torch.set_num_threads(1), deterministic algorithms; checked with cmp). On
+another CPU the f32 calibration artefacts can differ in the last bit (torch's CPU kernels differ: a rerun on an AMD
+EPYC machine changed one value of duo_pattern_llama_f32.tsv and ea_stats_llama_f32 by 1 ulp); the committed files
+are the ones the goldens were made with, so keep them (git checkout) when only adding an artefact.
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ from transformers import BatchEncoding  # noqa: E402
 
 import kvpress.presses.duo_attention_press as duo_module  # noqa: E402
 import kvpress.presses.expected_attention_with_stats as stats_module  # noqa: E402
+from kvpress.presses.kvzap_press import KVzapConfig, KVzapModel  # noqa: E402
 from kvpress.presses.qfilter_press import QFilters  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -68,6 +78,8 @@ TINY = REPO / "tests" / "golden" / "tiny_models"
 OUT = REPO / "tests" / "golden" / "artefacts"
 
 QFILTER_SEED = 20251202
+KVZAP_SEED = 20261203
+KVZAP_HIDDEN = 16
 CALIBRATION_SEED = 20251203
 CALIBRATION_SAMPLES = 4
 CALIBRATION_LENGTH = 256
@@ -129,6 +141,13 @@ def make_qfilters():
     save_module(filters, OUT / "qfilter_tiny")
 
 
+def make_kvzap():
+    for name, hidden_dim in (("mlp", KVZAP_HIDDEN), ("linear", None)):
+        torch.manual_seed(KVZAP_SEED)
+        model = KVzapModel(KVzapConfig(input_dim=64, output_dim=2, n_modules=2, hidden_dim=hidden_dim))
+        save_module(model, OUT / f"kvzap_{name}_tiny")
+
+
 @torch.no_grad()
 def make_stats(dtype_name: str):
     model = load(dtype_name)
@@ -177,16 +196,19 @@ def main() -> int:
     datasets.disable_progress_bars()
     OUT.mkdir(parents=True, exist_ok=True)
     make_qfilters()
+    make_kvzap()
     for dtype_name in DTYPES:
         make_stats(dtype_name)
         make_duo_pattern(dtype_name)
-    files = sorted(p for p in OUT.rglob("*") if p.is_file() and p.name != "artefacts.json")
+    # fastkvzip_gates_*.safetensors live here too but are written by tools/golden/kvpress_groups/fastkvzip.py.
+    files = sorted(p for p in OUT.rglob("*")
+                   if p.is_file() and p.name != "artefacts.json" and not p.name.startswith("fastkvzip_gates"))
     doc = {
         "generator": "tools/golden/make_artefacts_golden.py",
         "versions": {"kvpress": importlib.metadata.version("kvpress"), "torch": torch.__version__,
                      "transformers": transformers.__version__, "datasets": datasets.__version__,
                      "numpy": np.__version__, "python": platform.python_version()},
-        "seeds": {"qfilter": QFILTER_SEED, "calibration": CALIBRATION_SEED},
+        "seeds": {"qfilter": QFILTER_SEED, "calibration": CALIBRATION_SEED, "kvzap": KVZAP_SEED},
         "calibration": {"samples": CALIBRATION_SAMPLES, "length": CALIBRATION_LENGTH,
                         "ids": [VOCAB_LOW, VOCAB_HIGH], "model": "tests/golden/tiny_models/llama/<dtype>"},
         "files": {str(p.relative_to(OUT)): sha256(p) for p in files},
