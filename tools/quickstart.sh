@@ -5,7 +5,9 @@
 #   kvaudit plan   → results/quickstart/prereg.json (the preregistration lock)
 #   kvaudit run    → results/quickstart/shards/*.h5, under `mpirun -np 2` (one rank per core, one
 #                    OpenMP thread each; a rerun resumes: cells already recorded are skipped)
-#   kvaudit reduce → results/quickstart/report/report.md (+ tables, figures, summary.h5)
+#   kvaudit reduce → results/quickstart/report/report.md (+ tables, figures, summary.h5,
+#                    summary.txt); the script ends by printing where the report is and the
+#                    first three sentences of its Summary (summary.txt).
 # The build is its own tree, build-quickstart/ (Release; no tests, no benchmarks; only the kvaudit
 # target), so it takes a fraction of the full build that tools/test.sh makes in build/.
 # Environment: KVAUDIT_RANKS (default 2) ranks; KVAUDIT_SKIP_SETUP=1 skips tools/setup.sh (packages,
@@ -62,4 +64,9 @@ echo
 echo "quickstart: packages + model $((t1 - t0)) s, configure + build $((t2 - t1)) s," \
   "plan $((t3 - t2)) s, run $((t4 - t3)) s ($ranks ranks), reduce $((t5 - t4)) s; total $((t5 - t0)) s"
 echo "quickstart: the report is $here/$report/report.md"
+# The first three sentences of the report's Summary (summary.txt: one sentence a line).
+if [ -s "$report/summary.txt" ]; then
+  echo "quickstart: summary (the first three sentences; all in $here/$report/summary.txt):"
+  head -n 3 "$report/summary.txt" | sed 's/^/  - /'
+fi
 exit "$status"

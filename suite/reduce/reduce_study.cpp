@@ -150,6 +150,7 @@ ReduceResult reduce_study(const ReduceOptions& options) {
   append(backend_confound_tables(ctx, res.backend_confound));
   append(accuracy_tables(ctx, res.accuracy));
   append(cost_tables(ctx, res.costs));
+  res.summary = report_summary(res.tables);
 
   // Provenance.
   const BuildInfo& bi = build_info();
@@ -181,7 +182,9 @@ ReduceResult reduce_study(const ReduceOptions& options) {
       write_stream(root / "tables" / (t.id + ".tex"), [&](std::ostream& o) { write_latex(o, t); });
   }
   write_summary_h5(root / "summary.h5", res.tables, provenance);
-  watch.lap("tables: " + std::to_string(res.tables.size()) + " (CSV, LaTeX, summary.h5)");
+  write_stream(root / "summary.txt", [&](std::ostream& o) { o << summary_text(res.summary); });
+  watch.lap("tables: " + std::to_string(res.tables.size()) + " (CSV, LaTeX, summary.h5), " +
+            std::to_string(res.summary.size()) + " summary sentences");
 
   if (options.figures) {
     const auto gnuplot = find_gnuplot();
@@ -211,6 +214,7 @@ ReduceResult reduce_study(const ReduceOptions& options) {
   doc.provenance = provenance;
   doc.coverage = &res.coverage;
   doc.warnings = res.warnings;
+  doc.summary = res.summary;
   auto tables = [&](std::initializer_list<const char*> ids) {
     std::vector<const Table*> out;
     for (const char* id : ids)

@@ -1,9 +1,9 @@
 // `kvaudit reduce` as a library call: load and check the study (study_loader.h), match records to
 // cells (study_frame.h), coverage, exclusions, the five analyses (accuracy, protocol gap, baseline
 // wins, backend confound, certification), the costs (cost_analysis.h), and the report: report.md,
-// tables/*.csv, tables/*.tex, summary.h5 and figures/ (gnuplot), written to a temporary directory
-// and published as <results>/report (or report-2, … when earlier reports exist; none is ever
-// replaced).
+// summary.txt (the Summary's sentences, report_summary.h), tables/*.csv, tables/*.tex, summary.h5
+// and figures/ (gnuplot), written to a temporary directory and published as <results>/report (or
+// report-2, … when earlier reports exist; none is ever replaced).
 #pragma once
 
 #include <chrono>
@@ -24,6 +24,7 @@
 #include "suite/reduce/exclusions.h"
 #include "suite/reduce/figure_files.h"
 #include "suite/reduce/protocol_gap.h"
+#include "suite/reduce/report_summary.h"
 #include "suite/reduce/study_frame.h"
 #include "suite/reduce/study_loader.h"
 #include "suite/reduce/table.h"
@@ -58,6 +59,7 @@ struct ReduceResult {
   Certification certification;
   CostAnalysis costs;
   std::vector<Table> tables;
+  std::vector<SummarySentence> summary;  // report.md's Summary and summary.txt, from `tables`
   std::vector<RenderedFigure> figures;
   std::filesystem::path report_dir;
   std::vector<std::string> warnings;

@@ -1,13 +1,75 @@
 // report.md writer (see report_markdown.h).
 #include "suite/reduce/report_markdown.h"
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "base/errors.h"
 #include "suite/reduce/markdown_table.h"
 
 namespace kvaudit::reduce {
+namespace {
+
+constexpr const char* kSummaryHeading = "Summary";
+
+// Every heading report.md writes, in order, for the anchors of the tables' headings (a renderer
+// suffixes a repeated anchor with -1, -2, …): table id → anchor.
+std::map<std::string, std::string> table_anchors(const ReportDocument& doc) {
+  std::map<std::string, int> seen;
+  std::map<std::string, std::string> out;
+  const auto anchor = [&](const std::string& heading) {
+    const std::string base = markdown_anchor(heading);
+    const int n = seen[base]++;
+    return n == 0 ? base : base + "-" + std::to_string(n);
+  };
+  anchor(doc.title);
+  if (doc.coverage != nullptr) anchor("Coverage");
+  if (!doc.warnings.empty()) anchor("Warnings");
+  if (!doc.summary.empty()) anchor(kSummaryHeading);
+  for (const auto& s : doc.sections) {
+    anchor(s.heading);
+    for (const auto* t : s.tables) out.emplace(t->id, anchor(t->title));
+    for (const auto* f : s.figures) anchor("Figure: " + f->title);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string markdown_anchor(const std::string& heading) {
+  std::string out;
+  for (std::size_t i = 0; i < heading.size(); ++i) {
+    const auto c = static_cast<unsigned char>(heading[i]);
+    if (c >= 0x80) {
+      // A UTF-8 sequence: letters (Greek, accented Latin) stay; U+2000–U+2FFF (dashes, daggers,
+      // ellipses, mathematical operators, arrows) are punctuation and go.
+      std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+      len = std::min(len, heading.size() - i);
+      if (c == 0xCE && len == 2) {  // Greek capitals U+0391–U+03A9 in lower case
+        const auto d = static_cast<unsigned char>(heading[i + 1]);
+        if (d >= 0x91 && d <= 0x9F) {
+          out += {static_cast<char>(0xCE), static_cast<char>(d + 0x20)};
+        } else if (d >= 0xA0 && d <= 0xA9) {
+          out += {static_cast<char>(0xCF), static_cast<char>(d - 0x20)};
+        } else {
+          out.append(heading, i, len);
+        }
+      } else if (c != 0xE2) {
+        out.append(heading, i, len);
+      }
+      i += len - 1;
+    } else if (c >= 'A' && c <= 'Z') {
+      out += static_cast<char>(c - 'A' + 'a');
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_') {
+      out += static_cast<char>(c);
+    } else if (c == ' ') {
+      out += '-';
+    }
+  }
+  return out;
+}
 
 void write_report_markdown(const std::filesystem::path& file, const ReportDocument& doc) {
   std::ostringstream out;
@@ -45,6 +107,18 @@ void write_report_markdown(const std::filesystem::path& file, const ReportDocume
   if (!doc.warnings.empty()) {
     out << "## Warnings\n\n";
     for (const auto& w : doc.warnings) out << "- " << markdown_escape(w) << "\n";
+    out << "\n";
+  }
+  if (!doc.summary.empty()) {
+    // Plain sentences from the tables below (report_summary.h); each links its table and CSV.
+    const auto anchors = table_anchors(doc);
+    out << "## " << kSummaryHeading << "\n\n";
+    for (const auto& s : doc.summary) {
+      out << "- " << markdown_escape(s.text) << " (";
+      if (const auto it = anchors.find(s.table_id); it != anchors.end())
+        out << "table [" << markdown_escape(s.table_title) << "](#" << it->second << "), ";
+      out << "[CSV](tables/" << s.table_id << ".csv))\n";
+    }
     out << "\n";
   }
   for (const auto& s : doc.sections) {

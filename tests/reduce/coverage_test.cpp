@@ -9,6 +9,7 @@
 #include "base/errors.h"
 #include "suite/common/sha256.h"
 #include "suite/records/shard_writer.h"
+#include "suite/reduce/markdown_table.h"
 #include "tests/reduce/test_support.h"
 
 namespace kvaudit::reduce::testing {
@@ -81,6 +82,24 @@ TEST(Coverage, MissingCellsAreListedAndTheirNumbersMarkedPartial) {
   EXPECT_NE(md.find("720 are missing"), std::string::npos);
   EXPECT_NE(read_text(r.report_dir / "tables" / "missing_cells.csv").find("snapkv"),
             std::string::npos);
+  // The Summary calls a sentence from a partial row partial, and only such a sentence.
+  constexpr auto npos = std::string::npos;
+  std::size_t checked = 0;
+  for (const auto& s : r.summary) {
+    bool partial_row = false;
+    if (s.table_id == "certification")
+      partial_row = s.text.find("(snapkv on") != npos && s.text.find("model model-b") != npos;
+    else if (s.table_id == "protocol_gap_pooled")
+      partial_row = s.text.find("gap is snapkv ") != npos;
+    else if (s.table_id == "baseline_wins" || s.table_id == "protocol_gap")
+      partial_row = true;  // snapkv rows on model-b (each protocol; the maximum's table)
+    else
+      continue;
+    ++checked;
+    EXPECT_EQ(s.text.find("partial") != npos, partial_row) << s.text;
+    EXPECT_NE(md.find(markdown_escape(s.text)), npos) << s.text;
+  }
+  EXPECT_EQ(checked, 2u + 2u + 4u);  // protocols, per budget and pooled, (block, model)
 }
 
 TEST(Coverage, ExclusionsShrinkNWithoutMakingNumbersPartial) {

@@ -1,8 +1,13 @@
 // The report: never overwrites an earlier one; identical numbers for any thread count; every file
-// it promises exists; figures render to valid PNG and SVG when gnuplot is present.
+// it promises exists (the Summary in report.md and summary.txt with the same sentences); figures
+// render to valid PNG and SVG when gnuplot is present.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "suite/reduce/gnuplot_runner.h"
+#include "suite/reduce/markdown_table.h"
+#include "suite/reduce/report_markdown.h"
 #include "tests/reduce/test_support.h"
 
 namespace kvaudit::reduce::testing {
@@ -59,6 +64,52 @@ TEST(Report, WritesEveryPromisedFile) {
   for (const char* needle : {"## Risk certification", "## Protocol gap", "family: protocol-gap",
                              "m: 60", "bootstrap_resamples: 400", "Hyndman-Fan type 7"})
     EXPECT_NE(md.find(needle), std::string::npos) << needle;
+  // The Summary: after the warnings, before the analyses; the same sentences in summary.txt.
+  const auto summary_at = md.find("\n## Summary\n");
+  ASSERT_NE(summary_at, std::string::npos);
+  EXPECT_LT(summary_at, md.find("\n## Risk certification\n"));
+  const std::string txt = read_text(r.report_dir / "summary.txt");
+  EXPECT_EQ(txt, summary_text(r.summary));
+  ASSERT_FALSE(r.summary.empty());
+  std::set<std::string> ids;
+  for (const auto& s : r.summary) {
+    ids.insert(s.table_id);
+    EXPECT_NE(txt.find(s.text + "\n"), std::string::npos) << s.text;
+    // In report.md: the sentence, a link to its table's heading and its CSV.
+    const std::string line =
+        "- " + markdown_escape(s.text) + " (table [" + markdown_escape(s.table_title) + "](#" +
+        markdown_anchor(s.table_title) + "), [CSV](tables/" + s.table_id + ".csv))\n";
+    EXPECT_NE(md.find(line, summary_at), std::string::npos) << line;
+    EXPECT_NE(md.find("\n### " + s.table_title + "\n"), std::string::npos) << s.table_title;
+  }
+  // This study has every kind: baseline wins, protocol gaps, backend confound, certification.
+  EXPECT_EQ(ids, (std::set<std::string>{"baseline_wins", "protocol_gap", "protocol_gap_pooled",
+                                        "backend_confound", "certification"}));
+  // (a) names exactly the methods with a baseline_wins row whose family interval lies above 0.
+  const Table* wins = nullptr;
+  for (const auto& t : r.tables)
+    if (t.id == "baseline_wins") wins = &t;
+  ASSERT_NE(wins, nullptr);
+  for (const auto& s : r.summary) {
+    if (s.table_id != "baseline_wins") continue;
+    std::set<std::string> methods, winners;
+    for (const auto& row : wins->rows) {
+      const std::string protocol = std::get<std::string>(row[wins->column_index("protocol")]);
+      if (s.text.rfind("Under " + protocol + ", ", 0) != 0) continue;
+      const std::string method = std::get<std::string>(row[wins->column_index("method")]);
+      methods.insert(method);
+      const auto* lo = std::get_if<double>(&row[wins->column_index("family_lower")]);
+      if (lo != nullptr && *lo > 0) winners.insert(method);
+    }
+    ASSERT_FALSE(methods.empty()) << s.text;
+    EXPECT_TRUE(winners.count("keydiff")) << "planted: keydiff beats the baseline; " << s.text;
+    for (const auto& m : methods) {
+      const bool named = s.text.find(": " + m + " in ") != std::string::npos ||
+                         s.text.find(", " + m + " in ") != std::string::npos ||
+                         s.text.find(" and " + m + " in ") != std::string::npos;
+      EXPECT_EQ(named, winners.count(m) == 1) << m << ": " << s.text;
+    }
+  }
   ASSERT_FALSE(r.figures.empty());
   // 2 (risk) + 2 pooled gap + 4 gap + 4 accuracy figures.
   EXPECT_EQ(r.figures.size(), 12u);
