@@ -200,6 +200,17 @@ std::optional<std::size_t> row_of_max(const Cells& c, const std::string& col, bo
   return best;
 }
 
+// ", one of N rows with that Δ" when other rows of `col` share row r's value (the sentence names
+// the first; with all gaps 0 it must not read as if one method stood out), else "".
+std::string tie_clause(const Cells& c, const std::string& col, std::size_t r) {
+  const auto v = c.real(r, col);
+  if (!v) return "";
+  std::size_t same = 0;
+  for (std::size_t i = 0; i < c.rows(); ++i)
+    if (const auto x = c.real(i, col); x && *x == *v) ++same;
+  return same > 1 ? " (the first of " + std::to_string(same) + " rows with this Δ)" : "";
+}
+
 // (b) The largest protocol gap, per budget and pooled.
 void protocol_gap_sentences(const Table* per_budget, const Table* pooled,
                             std::vector<SummarySentence>& out) {
@@ -209,8 +220,8 @@ void protocol_gap_sentences(const Table* per_budget, const Table* pooled,
       std::string s = "The largest protocol gap Δ = U(query-aware) − U(query-agnostic) is " +
                       c.text(*r, "method") + " at " + c.text(*r, "budget") + " (" +
                       c.text(*r, "model") + ", " + c.text(*r, "backend") + ", " +
-                      c.text(*r, "benchmark") + "): Δ = " + c.shown(*r, "delta") + ", " +
-                      family_interval(c, *r);
+                      c.text(*r, "benchmark") + ")" + tie_clause(c, "delta", *r) +
+                      ": Δ = " + c.shown(*r, "delta") + ", " + family_interval(c, *r);
       s += max_partial_clause(c, *r);
       out.push_back(sentence(*per_budget, s + "."));
     }
@@ -220,8 +231,8 @@ void protocol_gap_sentences(const Table* per_budget, const Table* pooled,
     if (const auto r = row_of_max(c, "delta", false)) {
       std::string s = "Pooled over models and budgets, the largest protocol gap is " +
                       c.text(*r, "method") + " (" + c.text(*r, "backend") + ", " +
-                      c.text(*r, "benchmark") + "): Δ = " + c.shown(*r, "delta") + ", " +
-                      family_interval(c, *r);
+                      c.text(*r, "benchmark") + ")" + tie_clause(c, "delta", *r) +
+                      ": Δ = " + c.shown(*r, "delta") + ", " + family_interval(c, *r);
       s += max_partial_clause(c, *r);
       out.push_back(sentence(*pooled, s + "."));
     }

@@ -179,6 +179,23 @@ TEST(ReportSummary, LargestProtocolGapIsTheMaximumWithTheTablesRounding) {
       << s[0].text;
 }
 
+TEST(ReportSummary, ATiedLargestGapSaysHowManyRowsShareIt) {
+  // Every gap 0 (seen on a one-instance study): the sentence names the first row but must say that
+  // it does not stand out.
+  Table t = protocol_gap();
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    set(t, r, "delta", 0.0);
+    set(t, r, "family_lower", 0.0);
+    set(t, r, "family_upper", 0.0);
+  }
+  auto s = report_summary({t});
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(contains(s[0].text, "(the first of 4 rows with this Δ): Δ = 0.000")) << s[0].text;
+  set(t, 2, "delta", 0.1);
+  s = report_summary({t});
+  EXPECT_FALSE(contains(s[0].text, "rows with this Δ")) << s[0].text;
+}
+
 TEST(ReportSummary, PooledProtocolGapFollowsThePerBudgetOne) {
   Table pooled =
       paired_table("protocol_gap_pooled", "Protocol gap per method, pooled over models and budgets",
