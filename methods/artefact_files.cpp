@@ -187,20 +187,6 @@ void require_rank(const std::string& path, const std::string& name, const Artefa
     if (n < 1) fail(path, "tensor '" + name + "' has an empty dimension: " + shape_text(t.shape));
 }
 
-// Runs a plan-time check; its message leaves out the leading "<path>: " (the plan prefixes the
-// manifest position and the path itself).
-template <typename Check>
-void check_without_path_prefix(const std::string& path, Check&& check) {
-  try {
-    check();
-  } catch (const std::invalid_argument& e) {
-    std::string what = e.what();
-    const std::string prefix = path + ": ";
-    if (what.starts_with(prefix)) what.erase(0, prefix.size());
-    throw std::invalid_argument(what);
-  }
-}
-
 }  // namespace
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {

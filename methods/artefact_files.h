@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,21 @@ ArtefactMatrix parse_tsv_matrix(const std::string& text, const std::string& sour
 
 // "[2, 4, 16]" for messages.
 std::string shape_text(const std::vector<std::int64_t>& shape);
+
+// Runs `check` (a reader of the file at `path`) for a plan-time check: an std::invalid_argument's
+// leading "<path>: " is removed (the plan writes "manifest:line:col: methods.<config>.<param>:
+// <path>: " itself); other exceptions pass unchanged.
+template <typename Check>
+void check_without_path_prefix(const std::string& path, Check&& check) {
+  try {
+    check();
+  } catch (const std::invalid_argument& e) {
+    std::string what = e.what();
+    const std::string prefix = path + ": ";
+    if (what.starts_with(prefix)) what.erase(0, prefix.size());
+    throw std::invalid_argument(what);
+  }
+}
 
 // Plan-time content checks of the artefact files (ParamSpec::check_file): the file parses, holds
 // the tensors with the expected ranks and mutually consistent shapes, finite values. The model's

@@ -194,14 +194,7 @@ std::vector<FastKvzipGate> parse_fastkvzip_gates(const std::vector<unsigned char
 }
 
 void check_fastkvzip_gates_file(const std::string& path) {
-  try {
-    (void)read_fastkvzip_gates(path);
-  } catch (const std::invalid_argument& e) {
-    std::string what = e.what();
-    const std::string prefix = path + ": ";
-    if (what.starts_with(prefix)) what.erase(0, prefix.size());
-    throw std::invalid_argument(what);
-  }
+  check_without_path_prefix(path, [&] { (void)read_fastkvzip_gates(path); });
 }
 
 }  // namespace kvaudit::methods

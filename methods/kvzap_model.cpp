@@ -160,14 +160,7 @@ std::vector<KvzapLayer> parse_kvzap_model(std::vector<unsigned char> bytes,
 }
 
 void check_kvzap_model_file(const std::string& path) {
-  try {
-    (void)read_kvzap_model(path);
-  } catch (const std::invalid_argument& e) {
-    std::string what = e.what();
-    const std::string prefix = path + ": ";
-    if (what.starts_with(prefix)) what.erase(0, prefix.size());
-    throw std::invalid_argument(what);
-  }
+  check_without_path_prefix(path, [&] { (void)read_kvzap_model(path); });
 }
 
 }  // namespace kvaudit::methods

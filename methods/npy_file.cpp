@@ -238,14 +238,7 @@ NpyArray read_lukv_curve(const std::string& path) {
 }
 
 void check_lukv_curve_file(const std::string& path) {
-  try {
-    (void)read_lukv_curve(path);
-  } catch (const std::invalid_argument& e) {
-    std::string what = e.what();
-    const std::string prefix = path + ": ";
-    if (what.starts_with(prefix)) what.erase(0, prefix.size());
-    throw std::invalid_argument(what);
-  }
+  check_without_path_prefix(path, [&] { (void)read_lukv_curve(path); });
 }
 
 }  // namespace kvaudit::methods
