@@ -37,6 +37,22 @@ class StepRouter final : public DecodeObserver {
   std::vector<DecodingCompressor*> rows_;
 };
 
+// The layer's entries per KV head; throws when the heads hold different numbers of entries.
+std::vector<CacheHeadEntries> layer_heads(const SequenceCache& cache, int layer, int num_kv_heads) {
+  std::vector<CacheHeadEntries> heads;
+  for (int h = 0; h < num_kv_heads; ++h) heads.push_back(cache.head_entries(layer, h));
+  const std::size_t k_len = heads.front().positions.size();
+  for (int h = 1; h < num_kv_heads; ++h)
+    if (heads[sz(h)].positions.size() != k_len)
+      throw std::invalid_argument(
+          "decode-time compression: layer " + std::to_string(layer) + " KV head " +
+          std::to_string(h) + " holds " + std::to_string(heads[sz(h)].positions.size()) +
+          " entries but head 0 holds " + std::to_string(k_len) +
+          " (the scorer needs one length per layer; a head-adaptive prefill method cannot "
+          "precede decode-time compression)");
+  return heads;
+}
+
 }  // namespace
 
 void validate(const DecodingPolicy& policy) {
@@ -49,6 +65,9 @@ void validate(const DecodingPolicy& policy) {
   if (policy.hidden_states_buffer_size < 0)
     throw std::invalid_argument("decoding: hidden_states_buffer_size must be >= 0, got " +
                                 std::to_string(policy.hidden_states_buffer_size));
+  if (policy.merge_budget < 0)
+    throw std::invalid_argument("decoding: merge_budget must be >= 0 (0 = no merging), got " +
+                                std::to_string(policy.merge_budget));
 }
 
 double decoding_compression_ratio(std::int64_t k_len, std::int64_t target_size) {
@@ -74,15 +93,27 @@ double decoding_compression_ratio(std::int64_t k_len, std::int64_t target_size) 
 
 DecodingCompressor::DecodingCompressor(const InferenceEngine& engine, const methods::Method& method,
                                        DecodingPolicy policy, methods::SelectionContext context,
-                                       bool record_kept)
+                                       bool record_kept, MergeDrawRule merge_draw)
     : engine_(engine),
       method_(method),
       policy_(policy),
       context_(context),
       record_kept_(record_kept),
-      buffer_(sz(engine.config().num_layers)) {
+      buffer_(sz(engine.config().num_layers)),
+      merge_draw_(std::move(merge_draw)) {
   validate(policy_);
   context_.memo = nullptr;
+  if (policy_.merge_budget > 0) {
+    cam_scorer_ = dynamic_cast<const methods::ScorerMethod*>(&method_);
+    cam_source_ = dynamic_cast<const CamScoreSource*>(&method_);
+    if (cam_source_ != nullptr && !cam_source_->cam_capable()) cam_source_ = nullptr;
+    if (cam_scorer_ == nullptr && cam_source_ == nullptr)
+      throw std::invalid_argument("decode-time compression: CAM (merge_budget " +
+                                  std::to_string(policy_.merge_budget) + ") needs a plain scorer " +
+                                  "method as its base press, not " + method_.name());
+    attention_sums_.resize(sz(engine.config().num_layers));
+    layer_counts_.assign(sz(engine.config().num_layers), 0);
+  }
 }
 
 void DecodingCompressor::observe(const DecodeLayerView& view, int row) {
@@ -112,6 +143,7 @@ void DecodingCompressor::observe(const DecodeLayerView& view, int row) {
 }
 
 std::optional<CompressionEvent> DecodingCompressor::end_step(SequenceCache& cache) {
+  if (policy_.merge_budget > 0) return end_step_cam(cache);
   ++decode_steps_;
   ++count_;
   std::optional<CompressionEvent> event;
@@ -156,6 +188,177 @@ std::vector<float> DecodingCompressor::window_queries(int layer, int rows) const
   return out;
 }
 
+methods::LayerCapture DecodingCompressor::layer_view(int layer,
+                                                     const std::vector<CacheHeadEntries>& heads,
+                                                     std::vector<float>& queries) const {
+  const model::ModelConfig& c = engine_.config();
+  const std::size_t k_len = heads.front().positions.size();
+  const int rows = static_cast<int>(std::min(buffer_[sz(layer)].size(), k_len));
+  queries = window_queries(layer, rows);
+  methods::LayerCapture view;
+  view.layer = layer;
+  view.num_layers = c.num_layers;
+  view.num_heads = c.num_heads;
+  view.num_kv_heads = c.num_kv_heads;
+  view.head_dim = c.head_dim;
+  view.hidden_size = c.hidden_size;
+  view.length = static_cast<int>(k_len);
+  view.model_is_bf16 = c.dtype == model::ComputeDtype::bf16;
+  for (const CacheHeadEntries& e : heads) {
+    view.keys.push_back(e.keys);
+    view.values.push_back(e.values);
+  }
+  view.window_rows = rows;
+  view.window_queries = queries;
+  view.rope_inv_freq = engine_.rope_inv_freq();
+  return view;
+}
+
+std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& cache) {
+  const auto start = std::chrono::steady_clock::now();
+  ++decode_steps_;
+  const model::ModelConfig& c = engine_.config();
+  const bool bf16 = c.dtype == model::ComputeDtype::bf16;
+  const std::size_t layers = sz(c.num_layers);
+  // kvpress's hook, per layer: accumulate the step's attention, count the step, maybe compress.
+  std::vector<std::vector<CacheHeadEntries>> heads(layers);
+  std::vector<bool> due(layers, false);
+  bool any_due = false;
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    auto& h = heads[sz(layer)];
+    h = layer_heads(cache, layer, c.num_kv_heads);
+    if (buffer_[sz(layer)].empty())
+      throw std::logic_error("decode-time compression: layer " + std::to_string(layer) +
+                             " was not observed this step");
+    const std::vector<float> query = window_queries(layer, 1);  // the step's row, its position
+    cam_accumulate(attention_sums_[sz(layer)],
+                   cam_step_attention(query, h, c.num_heads, c.head_dim, bf16), c.num_kv_heads,
+                   bf16);
+    ++layer_counts_[sz(layer)];
+    const auto n = static_cast<std::int64_t>(h.front().positions.size());
+    due[sz(layer)] =
+        (layer_counts_[sz(layer)] >= policy_.compression_interval && n > policy_.target_size) ||
+        policy_.target_size <= 1;
+    any_due = any_due || due[sz(layer)];
+  }
+  std::optional<CompressionEvent> result;
+  if (any_due) {
+    CompressionEvent event;
+    event.decode_step = decode_steps_;
+    event.original_length = cache.original_length();
+    methods::Selection selection;
+    selection.kept.resize(layers);
+    for (int layer = 0; layer < c.num_layers; ++layer) {
+      const auto& h = heads[sz(layer)];
+      auto& kept = selection.kept[sz(layer)];
+      const int n = static_cast<int>(h.front().positions.size());
+      if (!due[sz(layer)] || n <= policy_.target_size) {
+        for (const CacheHeadEntries& e : h)
+          kept.emplace_back(e.positions.begin(), e.positions.end());
+        if (due[sz(layer)]) {  // kvpress: compress() returns the cache untouched; the count resets
+          layer_counts_[sz(layer)] = 0;
+          buffer_[sz(layer)].clear();
+        }
+        continue;
+      }
+      std::vector<float> queries;
+      const methods::LayerCapture view = layer_view(layer, h, queries);
+      const double ratio = decoding_compression_ratio(n, policy_.target_size);
+      const methods::Budget budget{.compression = ratio};
+      const std::optional<std::vector<float>> scored =
+          cam_scorer_ != nullptr
+              ? methods::score_layer(cam_scorer_->scorer(), view, budget, context_)
+              : cam_source_->cam_scores(view, budget, context_);
+      if (!scored) {  // the guard recorded the failure: keep the layer whole
+        for (const CacheHeadEntries& e : h)
+          kept.emplace_back(e.positions.begin(), e.positions.end());
+        layer_counts_[sz(layer)] = 0;
+        buffer_[sz(layer)].clear();
+        continue;
+      }
+      const std::vector<float>& scores = *scored;
+      event.evicted = true;
+      // torch's mean over KV heads: f32 sum, ÷ Hkv, in the scores' dtype. kvpress's scores are a
+      // bf16 tensor in a bf16 model for some scorers (SnapKV) and f32 for others (KNorm since PR
+      // #280); our scorers return bf16 values exactly where kvpress's are bf16, so the mean is
+      // rounded to bf16 when every score is a bf16 value.
+      const bool bf16_scores = bf16 && std::all_of(scores.begin(), scores.end(), [](float x) {
+                                 return methods::round_to_bf16(x) == x || x != x;
+                               });
+      std::vector<float> mean(sz(n), 0.0f);
+      for (int j = 0; j < n; ++j) {
+        float total = 0.0f;
+        for (int g = 0; g < c.num_kv_heads; ++g) total += scores[sz(g) * sz(n) + sz(j)];
+        mean[sz(j)] = methods::maybe_bf16(total / static_cast<float>(c.num_kv_heads), bf16_scores);
+      }
+      CamMergeInput input;
+      input.mean_scores = mean;
+      input.attention_sums = attention_sums_[sz(layer)];
+      for (const CacheHeadEntries& e : h) input.values.push_back(e.values);
+      input.length = n;
+      input.head_dim = c.head_dim;
+      input.target_size = policy_.target_size;
+      input.merge_budget = policy_.merge_budget;
+      input.steps_since = layer_counts_[sz(layer)];
+      input.bf16 = bf16;
+      const int hkv = c.num_kv_heads;
+      const auto draw = [&](float p, int kv_head, int candidate) {
+        if (merge_draw_) return merge_draw_(p);
+        return cam_uniform(context_.seed, context_.cell_key, layer, decode_steps_,
+                           static_cast<std::int64_t>(candidate) * hkv + kv_head) < p;
+      };
+      CamMergeResult merged = cam_merge(input, draw);
+      event.merges += merged.merges;
+      for (const CacheHeadEntries& e : h) {
+        std::vector<std::int32_t> positions;
+        positions.reserve(merged.kept.size());
+        for (const std::int32_t index : merged.kept) positions.push_back(e.positions[sz(index)]);
+        kept.push_back(std::move(positions));
+      }
+      for (CamMergeResult::Row& row : merged.replacements)
+        selection.value_replacements.push_back(
+            {.layer = layer,
+             .kv_head = row.kv_head,
+             .position = h[sz(row.kv_head)].positions[sz(row.index)],
+             .value = std::move(row.value)});
+      // A keeps the kept indices in every head.
+      std::vector<float>& sums = attention_sums_[sz(layer)];
+      std::vector<float> gathered;
+      gathered.reserve(sz(hkv) * merged.kept.size());
+      for (int g = 0; g < hkv; ++g)
+        for (const std::int32_t index : merged.kept)
+          gathered.push_back(sums[sz(g) * sz(n) + sz(index)]);
+      sums = std::move(gathered);
+      layer_counts_[sz(layer)] = 0;
+      buffer_[sz(layer)].clear();
+    }
+    if (event.evicted) {
+      cache.retain(selection);
+      if (!selection.value_replacements.empty()) cache.replace_values(selection, bf16);
+    }
+    if (record_kept_) {
+      event.kept = std::move(selection.kept);
+      event.value_sums.resize(layers);
+      for (int layer = 0; layer < c.num_layers; ++layer)
+        for (int g = 0; g < c.num_kv_heads; ++g) {
+          const CacheHeadEntries e = cache.head_entries(layer, g);
+          std::vector<double> row_sums(e.positions.size(), 0.0);
+          for (std::size_t i = 0; i < row_sums.size(); ++i)
+            for (int k = 0; k < c.head_dim; ++k)
+              row_sums[i] += e.values[i * sz(c.head_dim) + sz(k)];
+          event.value_sums[sz(layer)].push_back(std::move(row_sums));
+        }
+    }
+    event.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result = std::move(event);
+  }
+  const std::size_t keep = sz(policy_.hidden_states_buffer_size);
+  for (auto& rows : buffer_)
+    if (rows.size() > keep)
+      rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(keep));
+  return result;
+}
+
 CompressionEvent DecodingCompressor::compress(SequenceCache& cache) {
   const auto start = std::chrono::steady_clock::now();
   const model::ModelConfig& c = engine_.config();
@@ -165,17 +368,8 @@ CompressionEvent DecodingCompressor::compress(SequenceCache& cache) {
   methods::Selection selection;
   selection.kept.resize(sz(c.num_layers));
   for (int layer = 0; layer < c.num_layers; ++layer) {
-    std::vector<CacheHeadEntries> heads;
-    for (int h = 0; h < c.num_kv_heads; ++h) heads.push_back(cache.head_entries(layer, h));
+    const std::vector<CacheHeadEntries> heads = layer_heads(cache, layer, c.num_kv_heads);
     const std::size_t k_len = heads.front().positions.size();
-    for (int h = 1; h < c.num_kv_heads; ++h)
-      if (heads[sz(h)].positions.size() != k_len)
-        throw std::invalid_argument(
-            "decode-time compression: layer " + std::to_string(layer) + " KV head " +
-            std::to_string(h) + " holds " + std::to_string(heads[sz(h)].positions.size()) +
-            " entries but head 0 holds " + std::to_string(k_len) +
-            " (the scorer needs one length per layer; a head-adaptive prefill method cannot "
-            "precede decode-time compression)");
     auto& kept = selection.kept[sz(layer)];
     const double ratio =
         decoding_compression_ratio(static_cast<std::int64_t>(k_len), policy_.target_size);
@@ -185,24 +379,8 @@ CompressionEvent DecodingCompressor::compress(SequenceCache& cache) {
       continue;
     }
     event.evicted = true;
-    const int rows = static_cast<int>(std::min(buffer_[sz(layer)].size(), k_len));
-    const std::vector<float> queries = window_queries(layer, rows);
-    methods::LayerCapture view;
-    view.layer = layer;
-    view.num_layers = c.num_layers;
-    view.num_heads = c.num_heads;
-    view.num_kv_heads = c.num_kv_heads;
-    view.head_dim = c.head_dim;
-    view.hidden_size = c.hidden_size;
-    view.length = static_cast<int>(k_len);
-    view.model_is_bf16 = c.dtype == model::ComputeDtype::bf16;
-    for (const CacheHeadEntries& e : heads) {
-      view.keys.push_back(e.keys);
-      view.values.push_back(e.values);
-    }
-    view.window_rows = rows;
-    view.window_queries = queries;
-    view.rope_inv_freq = engine_.rope_inv_freq();
+    std::vector<float> queries;
+    const methods::LayerCapture view = layer_view(layer, heads, queries);
     const methods::Selection chosen = method_.select(
         std::span<const methods::LayerCapture>(&view, 1), {.compression = ratio}, context_);
     if (chosen.kept.size() != 1 || chosen.kept.front().size() != heads.size())
@@ -241,7 +419,7 @@ std::vector<CompressingOutput> generate_greedy_compressing(
       throw std::invalid_argument("decode-time compression: sequence " + std::to_string(i) +
                                   " has " + std::to_string(s.last_logits.size()) +
                                   " logits, expected " + std::to_string(vocab));
-    compressors.emplace_back(engine, *s.method, s.policy, s.context, record_kept);
+    compressors.emplace_back(engine, *s.method, s.policy, s.context, record_kept, s.merge_draw);
     outputs[i].peak_kept_bytes = s.cache->kept_bytes();
   }
   // Appends `token`; true when the sequence is finished (greedy_decoding.h's rule).

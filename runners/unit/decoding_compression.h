@@ -30,6 +30,11 @@
 // PrefillDecodingPress(prefilling_press, decoding_press) is the prefill eviction the unit runner
 // already does (capture + select + retain) followed by generate_greedy_compressing.
 //
+// CAM (DecodingPolicy::merge_budget > 0; kvpress CAMPress, runners/unit/cam_merging.h): the same
+// buffer and scorer, its own per-layer trigger, a selection shared by the KV heads (the mean
+// score), and the values of some evicted entries merged into the kept ones that follow them;
+// needs a plain scorer method (ScorerMethod) and SequenceCache::replace_values.
+//
 // Engines: needs InferenceEngine::decode_step_observed and SequenceCache::head_entries (the CPU
 // engine; the CUDA engine refuses with a message naming --device cpu).
 #pragma once
@@ -41,6 +46,8 @@
 #include <vector>
 
 #include "methods/method.h"
+#include "methods/scorer_method.h"
+#include "runners/unit/cam_merging.h"
 #include "runners/unit/greedy_decoding.h"
 #include "runners/unit/inference_engine.h"
 
@@ -58,6 +65,8 @@ struct DecodingPolicy {
   int target_size = 2048;               // entries per (layer, KV head) after a compression, ≥ 1
   int hidden_states_buffer_size = 256;  // rows kept between steps, ≥ 0
   BufferedQueryPositions query_positions = BufferedQueryPositions::current_step;
+  // kvpress CAMPress's merge_budget (cam_merging.h): 0 = plain DecodingPress, > 0 = CAM.
+  int merge_budget = 0;
 };
 
 // Throws std::invalid_argument naming the field for a value out of range.
@@ -69,6 +78,19 @@ void validate(const DecodingPolicy& policy);
 // what kvpress keeps even where the bisection does not land exactly.
 double decoding_compression_ratio(std::int64_t k_len, std::int64_t target_size);
 
+// CAM's base scores through a method that wraps the cell's method (the unit runner's per-cell
+// guard): a scorer failure there fails that cell alone and the layer is then kept whole.
+class CamScoreSource {
+ public:
+  virtual ~CamScoreSource() = default;
+  // Whether the wrapped method is a methods::ScorerMethod (CAM's base press).
+  virtual bool cam_capable() const = 0;
+  // methods::score_layer of its scorer, or nothing after a failure.
+  virtual std::optional<std::vector<float>> cam_scores(
+      const methods::LayerCapture& layer, const methods::Budget& budget,
+      const methods::SelectionContext& context) const = 0;
+};
+
 // One time the interval was reached.
 struct CompressionEvent {
   int decode_step = 0;               // decode_step calls run so far (1-based: this step)
@@ -77,6 +99,10 @@ struct CompressionEvent {
   double seconds = 0.0;              // wall time of building the views, scoring and retain
   // kept[layer][kv_head]: original positions kept after it, ascending (only when recording).
   std::vector<std::vector<std::vector<std::int32_t>>> kept;
+  int merges = 0;  // CAM: passed merge draws (Σ M over layers, KV heads and candidates)
+  // CAM, only when recording: value_sums[layer][kv_head][i] = Σ of the value row of the i-th
+  // entry the head holds after the event (merged values included).
+  std::vector<std::vector<std::vector<double>>> value_sums;
 };
 
 // The decode-time compression state of one sequence: its per-layer buffer and step count.
@@ -85,8 +111,12 @@ class DecodingCompressor {
   // `method` scores one layer at a time (any Method whose select accepts a one-layer span: every
   // scorer, and the wrappers that do not need the whole model); it must outlive the compressor.
   // `context` is handed to select (its memo is ignored: the views change every time).
+  // CAM (policy.merge_budget > 0) needs a methods::ScorerMethod or a CamScoreSource that is
+  // cam_capable() (throws std::invalid_argument otherwise); `merge_draw` replaces its Philox draws
+  // (tests; empty = Philox).
   DecodingCompressor(const InferenceEngine& engine, const methods::Method& method,
-                     DecodingPolicy policy, methods::SelectionContext context, bool record_kept);
+                     DecodingPolicy policy, methods::SelectionContext context, bool record_kept,
+                     MergeDrawRule merge_draw = {});
 
   // Buffers row `row` of one layer's view of a decode step (every layer, once per step).
   void observe(const DecodeLayerView& view, int row);
@@ -104,7 +134,11 @@ class DecodingCompressor {
     std::vector<float> cos, sin;          // [d] of the row's own position
   };
   CompressionEvent compress(SequenceCache& cache);
+  std::optional<CompressionEvent> end_step_cam(SequenceCache& cache);
   std::vector<float> window_queries(int layer, int rows) const;  // [H, rows, d]
+  // The scorer's one-layer view of `heads` with the last `rows` buffered rows as its window.
+  methods::LayerCapture layer_view(int layer, const std::vector<CacheHeadEntries>& heads,
+                                   std::vector<float>& queries) const;
 
   const InferenceEngine& engine_;
   const methods::Method& method_;
@@ -115,6 +149,12 @@ class DecodingCompressor {
   std::vector<float> step_cos_, step_sin_;        // [d] of the current step's token
   int count_ = 0;                                 // steps since the last compression
   int decode_steps_ = 0;
+  // CAM only:
+  const methods::ScorerMethod* cam_scorer_ = nullptr;
+  const CamScoreSource* cam_source_ = nullptr;
+  MergeDrawRule merge_draw_;
+  std::vector<std::vector<float>> attention_sums_;  // [layer] A, [Hkv, n]
+  std::vector<int> layer_counts_;                   // [layer] steps since its last compression
 };
 
 // One sequence of generate_greedy_compressing: its cache, first logits and compression.
@@ -124,6 +164,7 @@ struct CompressingSequence {
   const methods::Method* method = nullptr;
   DecodingPolicy policy;
   methods::SelectionContext context;
+  MergeDrawRule merge_draw = {};  // CAM's draws (tests); empty = Philox
 };
 
 struct CompressingOutput {

@@ -16,6 +16,7 @@
 #include <variant>
 
 #include "methods/score_memo.h"
+#include "methods/scorer_method.h"
 #include "runners/unit/cost_shares.h"
 #include "runners/unit/decoding_compression.h"
 #include "runners/unit/greedy_decoding.h"
@@ -522,10 +523,25 @@ SelectedUnit prefill_and_select(InferenceEngine& engine, const model::ModelWeigh
 // select (or a selection the cache would reject) would abort for all of them. After its first
 // failure it keeps every entry, so the cell decodes on uncompressed and its result is dropped.
 // generate_greedy_compressing compresses its sequences one after another, and each guard serves
-// one sequence, so the mutable error needs no lock.
-class GuardedDecodingMethod final : public methods::Method {
+// one sequence, so the mutable error needs no lock. CAM reaches its base scores through it
+// (CamScoreSource), guarded the same way.
+class GuardedDecodingMethod final : public methods::Method, public CamScoreSource {
  public:
-  explicit GuardedDecodingMethod(const methods::Method& method) : method_(method) {}
+  explicit GuardedDecodingMethod(const methods::Method& method)
+      : method_(method), scorer_method_(dynamic_cast<const methods::ScorerMethod*>(&method)) {}
+
+  bool cam_capable() const override { return scorer_method_ != nullptr; }
+  std::optional<std::vector<float>> cam_scores(
+      const methods::LayerCapture& layer, const methods::Budget& budget,
+      const methods::SelectionContext& context) const override {
+    if (!error_.empty() || scorer_method_ == nullptr) return std::nullopt;
+    try {
+      return methods::score_layer(scorer_method_->scorer(), layer, budget, context);
+    } catch (const std::exception& error) {
+      error_ = error.what();
+    }
+    return std::nullopt;
+  }
 
   methods::Selection select(std::span<const methods::LayerCapture> layers,
                             const methods::Budget& budget,
@@ -571,6 +587,7 @@ class GuardedDecodingMethod final : public methods::Method {
   }
 
   const methods::Method& method_;
+  const methods::ScorerMethod* scorer_method_;
   mutable std::string error_;
 };
 
@@ -645,6 +662,14 @@ void decode_compressing(InferenceEngine& engine, std::span<const CellSpec> cells
     const double checked = seconds_since(check_start);
     if (!problem.empty()) {
       fail_decoding_cell(cell, problem);
+      continue;
+    }
+    if (spec.decoding->policy.merge_budget > 0 &&
+        dynamic_cast<const methods::ScorerMethod*>(spec.decoding->method) == nullptr) {
+      fail_decoding_cell(cell, "CAM (merge_budget " +
+                                   std::to_string(spec.decoding->policy.merge_budget) +
+                                   ") needs a plain scorer method as its base press, not " +
+                                   spec.decoding->method->name());
       continue;
     }
     guards.push_back(std::make_unique<GuardedDecodingMethod>(*spec.decoding->method));

@@ -75,11 +75,14 @@ json canonical_benchmark_identity(const Benchmark& b) {
 }
 
 json canonical_grid_decoding(const GridDecoding& d) {
-  return json{{"compression_interval", d.compression_interval},
-              {"hidden_states_buffer_size", d.hidden_states_buffer_size},
-              {"method", d.method},
-              {"query_positions", d.query_positions},
-              {"target_size", d.target_size}};
+  json j{{"compression_interval", d.compression_interval},
+         {"hidden_states_buffer_size", d.hidden_states_buffer_size},
+         {"method", d.method},
+         {"query_positions", d.query_positions},
+         {"target_size", d.target_size}};
+  // Only when present, so the hashes of grids without CAM are what they were before the key.
+  if (d.merge_budget) j["merge_budget"] = *d.merge_budget;
+  return j;
 }
 
 json canonical_certification(const Certification& c) {

@@ -83,6 +83,9 @@ struct GridDecoding {
   std::int64_t target_size = 2048;
   std::int64_t hidden_states_buffer_size = 256;
   std::string query_positions = "current_step";  // one of kDecodingQueryPositions
+  // CAM (kvpress CAMPress; runners/unit/cam_merging.h): evicted values merged into up to this
+  // many kept neighbours (≥ 1); absent: plain DecodingPress (and the grid's hashes unchanged).
+  std::optional<std::int64_t> merge_budget;
   SourcePos pos;
 };
 inline constexpr const char* kDecodingQueryPositions[] = {"current_step", "own"};

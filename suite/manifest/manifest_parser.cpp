@@ -924,9 +924,10 @@ class Parser {
                 d.choice("query_positions", false, kDecodingQueryPositions, "query positions")) {
           decoding.query_positions = *v;
         }
+        if (auto v = d.integer("merge_budget", false, 1, kMaxSteps)) decoding.merge_budget = *v;
         d.finish(
             "method, compression_interval, target_size, hidden_states_buffer_size, "
-            "query_positions");
+            "query_positions, merge_budget");
         g.decoding = decoding;
       }
       f.finish(

@@ -200,7 +200,11 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
       os << "    decoding: every cell also compresses while decoding: " << d.method << " every "
          << d.compression_interval << " steps down to " << d.target_size
          << " entries per (layer, KV head) (buffer " << d.hidden_states_buffer_size << ", "
-         << d.query_positions << ")\n";
+         << d.query_positions << ")";
+      if (d.merge_budget) {
+        os << "; CAM: evicted values merged into up to " << *d.merge_budget << " kept neighbours";
+      }
+      os << "\n";
     }
     if (g.reuse_units > 0) {
       os << "    reuse: " << with_commas(g.reuse_units)

@@ -288,6 +288,7 @@ struct UnitExecutor::Impl {
         policy.query_positions = d.query_positions == "own"
                                      ? unit::BufferedQueryPositions::own
                                      : unit::BufferedQueryPositions::current_step;
+        policy.merge_budget = d.merge_budget ? static_cast<int>(*d.merge_budget) : 0;
         decodings.push_back(unit::DecodingCell{decoding_method, policy});
         spec.decoding = &decodings.back();
       }

@@ -1,7 +1,8 @@
 // A grid's [grids.decoding] table (docs/MANIFEST.md): parsed into Grid::decoding, part of the
 // canonical form only when present (manifests without it keep their hash), and part of the cells'
 // content: the same cells with a decoding table are other cells (other ids), each pointing at its
-// grid (Cell::decoding_grid). Bad tables: tests/manifest/malformed/decoding_bad_table.*.
+// grid (Cell::decoding_grid). CAM's merge_budget likewise: hashed and carried only when present.
+// Bad tables: tests/manifest/malformed/decoding_bad_table.*, decoding_cam_bad_merge_budget.*.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,6 +73,27 @@ TEST(DecodingManifest, TheTableIsParsedWithItsDefaults) {
   EXPECT_EQ(d.target_size, 100);
   EXPECT_EQ(d.hidden_states_buffer_size, 256);
   EXPECT_EQ(d.query_positions, "own");
+  EXPECT_FALSE(d.merge_budget.has_value());
+}
+
+TEST(DecodingManifest, MergeBudgetMakesItCamAndEntersTheHashAndCellsOnlyWhenPresent) {
+  const Manifest plain = load_text("with.toml", std::string(kHead) + kTable);
+  const Manifest cam = load_text("cam.toml", std::string(kHead) + kTable + "merge_budget = 32\n");
+  ASSERT_TRUE(cam.grids[0].decoding.has_value());
+  ASSERT_TRUE(cam.grids[0].decoding->merge_budget.has_value());
+  EXPECT_EQ(*cam.grids[0].decoding->merge_budget, 32);
+  EXPECT_FALSE(canonical_json(plain)["grids"][0]["decoding"].contains("merge_budget"));
+  EXPECT_EQ(canonical_json(cam)["grids"][0]["decoding"]["merge_budget"], 32);
+  const Expansion a = expand(plain);
+  const Expansion b = expand(cam);
+  ASSERT_EQ(a.cells.size(), b.cells.size());
+  for (std::size_t i = 0; i < a.cells.size(); ++i) {
+    EXPECT_NE(a.cells[i].id, b.cells[i].id);
+    EXPECT_EQ(cell_tuple(plain, a.units[a.cells[i].unit], a.cells[i]).find("merge_budget"),
+              std::string::npos);
+    EXPECT_NE(cell_tuple(cam, b.units[b.cells[i].unit], b.cells[i]).find(R"("merge_budget":32)"),
+              std::string::npos);
+  }
 }
 
 TEST(DecodingManifest, ItChangesTheHashAndTheCellIdsOnlyWhenPresent) {

@@ -86,6 +86,7 @@ const std::map<std::string, std::string> kSampleFiles = {
     {"duo_attention.pattern", "tests/golden/artefacts/duo_pattern_llama_f32.tsv"},
     {"fastkvzip.gates", "tests/golden/artefacts/fastkvzip_gates_f32.safetensors"},
     {"lukv.curve", "tests/golden/kvpress/artefacts/lukv_curve_llama.npy"},
+    {"kvzap.model", "tests/golden/artefacts/kvzap_mlp_tiny/model.safetensors"},
     // sample files: insert "id.param" entries before this line
 };
 

@@ -12,7 +12,8 @@
 //       same result;
 //   (d) a cell without a setting gives exactly what it gives in a unit without decoding cells.
 // Also: failures stay in their cell (a throwing decode-time method, a head-adaptive prefill
-// method, an engine without observed decode steps) and invalid settings are refused.
+// method, an engine without observed decode steps) and invalid settings are refused. CAM cells
+// (merge_budget > 0) equal the naive route and the direct call too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "methods/knorm.h"
+#include "methods/merging.h"
 #include "methods/scorer_method.h"
 #include "methods/snapkv.h"
 #include "runners/cpu/cpu_model.h"
@@ -322,6 +324,79 @@ TEST(DecodingFanOut, AFailingDecodingMethodFailsOnlyItsCell) {
     EXPECT_EQ(result.cells[8].status, CellStatus::failed);
     EXPECT_NE(result.cells[8].error.find("not strictly ascending"), std::string::npos)
         << result.cells[8].error;
+  }
+}
+
+// CAM (DecodingPolicy::merge_budget > 0, runners/unit/cam_merging.h) through the unit runner: on a
+// full-KV cell and after a SnapKV prefill it equals the naive route and the direct call (the same
+// Philox merge draws, keyed by the study seed and the cell), compresses every interval, and a CAM
+// setting over a method that is not a plain scorer, or over a scorer that throws while decoding,
+// fails only its cell.
+TEST(DecodingFanOut, CamCellsEqualNaiveAndTheDirectCallAndABadBaseFailsOnlyItsCell) {
+  const DecodingMethods methods;
+  const DecodingCell cam{&methods.knorm,
+                         {.compression_interval = 4,
+                          .target_size = 24,
+                          .hidden_states_buffer_size = 256,
+                          .query_positions = BufferedQueryPositions::current_step,
+                          .merge_budget = 3}};
+  const methods::MergingMethod merging(std::make_shared<methods::KnormScorer>(), {});
+  const DecodingCell bad_cam{&merging, cam.policy};
+  // A scorer that throws while decoding: its CAM cell fails alone (the guard's CamScoreSource).
+  struct ThrowingScorer final : methods::Scorer {
+    void score(const methods::LayerCapture&, const methods::SelectionContext&,
+               std::span<float>) const override {
+      throw std::invalid_argument("scorer refuses");
+    }
+    std::string name() const override { return "throwing"; }
+  };
+  const methods::ScorerMethod throwing(std::make_shared<ThrowingScorer>());
+  const DecodingCell throwing_cam{&throwing, cam.policy};
+  const std::vector<CellSpec> cells = {
+      {nullptr, {}, Protocol::query_agnostic, 1, nullptr},
+      {nullptr, {}, Protocol::query_agnostic, 2, &cam},
+      {&methods.snapkv, {.compression = 0.5}, Protocol::query_agnostic, 3, &cam},
+      {nullptr, {}, Protocol::query_agnostic, 4, &methods.knorm_decoding},
+      {nullptr, {}, Protocol::query_agnostic, 5, &bad_cam},
+      {nullptr, {}, Protocol::query_agnostic, 6, &throwing_cam},
+  };
+  for (const auto& [family, dtype] :
+       std::vector<std::pair<std::string, std::string>>{{"llama", "f32"}, {"llama", "bf16"}}) {
+    const model::ModelWeights weights = load_tiny_model(family, dtype);
+    CpuModel model(weights, AttentionBackend::sdpa);
+    const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
+    const UnitRunOptions options = decode_options();
+    const UnitResult fan_out = run_unit(model, weights, tokens, cells, options);
+    const UnitResult naive = run_unit_naive(model, weights, tokens, cells, options);
+    ASSERT_EQ(fan_out.cells.size(), cells.size());
+    std::vector<std::int32_t> prompt = tokens.context;
+    prompt.insert(prompt.end(), tokens.question.begin(), tokens.question.end());
+    for (std::size_t i = 0; i + 2 < cells.size(); ++i) {
+      const std::string where = family + " " + dtype + ": cell " + std::to_string(i) + " (" +
+                                describe_cell(cells[i]) + ")";
+      const CellResult& cell = fan_out.cells[i];
+      expect_decoding_fields(cells[i], cell, where);
+      expect_same_decode(cell, naive.cells[i], where + " (vs naive)");
+      if (cells[i].decoding == nullptr) continue;
+      std::vector<std::int32_t> rest(prompt.begin() + cell.boundary, prompt.end());
+      rest.insert(rest.end(), tokens.suffix.begin(), tokens.suffix.end());
+      expect_equals_direct(cell, direct_compressing(model, cells[i], cell, prompt, rest, options),
+                           where + " (vs generate_greedy_compressing)");
+    }
+    // CAM keeps one selection for all heads and merges values: not plain DecodingPress(KNorm).
+    EXPECT_NE(fan_out.cells[1].generated, fan_out.cells[3].generated) << family << " " << dtype;
+    for (const UnitResult* result : {&fan_out, &naive}) {
+      EXPECT_EQ(result->cells[4].status, CellStatus::failed);
+      EXPECT_NE(result->cells[4].error.find("CAM (merge_budget 3) needs a plain scorer"),
+                std::string::npos)
+          << result->cells[4].error;
+      EXPECT_EQ(result->cells[5].status, CellStatus::failed);
+      EXPECT_NE(result->cells[5].error.find("method throwing failed: scorer refuses"),
+                std::string::npos)
+          << result->cells[5].error;
+      for (std::size_t i = 0; i < 4; ++i)
+        expect_same_decode(result->cells[i], fan_out.cells[i], "cell " + std::to_string(i));
+    }
   }
 }
 
