@@ -31,6 +31,7 @@
 #include "runners/cpu/cpu_prefill_capture.h"
 #include "runners/model/formats/load_weights.h"
 #include "runners/unit/decoding_compression.h"
+#include "tests/methods/golden_method.h"
 
 #ifndef KVAUDIT_SOURCE_DIR
 #error "KVAUDIT_SOURCE_DIR must be defined"
@@ -47,20 +48,7 @@ const fs::path kGolden = fs::path(KVAUDIT_SOURCE_DIR) / "tests/golden/kvpress/ke
 const fs::path kModels = fs::path(KVAUDIT_SOURCE_DIR) / "tests/golden/tiny_models";
 
 std::unique_ptr<methods::Method> method_of(const json& m) {
-  methods::MethodConfig c{m.at("id").get<std::string>(),
-                          m.at("id").get<std::string>(),
-                          m.at("variant").is_null() ? "" : m.at("variant").get<std::string>(),
-                          {}};
-  for (const auto& [k, v] : m.at("params").items()) {
-    if (v.is_number_integer()) {
-      c.params[k] = v.get<std::int64_t>();
-    } else if (v.is_number_float()) {
-      c.params[k] = v.get<double>();
-    } else {
-      c.params[k] = v.get<std::string>();
-    }
-  }
-  return methods::make_method(c);
+  return methods::testing::method_of_golden(m);
 }
 
 struct Outcome {
