@@ -23,7 +23,9 @@ using nlohmann::json;
   throw std::invalid_argument(path + ": " + what);
 }
 
-std::vector<unsigned char> read_all(const std::string& path) {
+}  // namespace
+
+std::vector<unsigned char> read_artefact_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open the file");
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
@@ -31,6 +33,8 @@ std::vector<unsigned char> read_all(const std::string& path) {
   if (in.bad()) fail(path, "read error");
   return bytes;
 }
+
+namespace {
 
 // IEEE half → f32, exact (subnormals, infinities and NaN included).
 float half_to_float(std::uint16_t h) {
@@ -197,7 +201,7 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
 
 std::map<std::string, ArtefactTensor> read_safetensors_tensors(
     const std::string& path, const std::vector<std::string>& names) {
-  return parse_safetensors_tensors(read_all(path), path, names);
+  return parse_safetensors_tensors(read_artefact_bytes(path), path, names);
 }
 
 std::map<std::string, ArtefactTensor> parse_safetensors_tensors(
@@ -218,10 +222,6 @@ std::map<std::string, ArtefactTensor> parse_safetensors_tensors(
   return out;
 }
 
-std::vector<std::string> read_safetensors_names(const std::string& path) {
-  return parse_safetensors_names(read_all(path), path);
-}
-
 std::vector<std::string> parse_safetensors_names(std::vector<unsigned char> bytes,
                                                  const std::string& source) {
   const ParsedSafetensors file = parse_safetensors(std::move(bytes), source);
@@ -231,7 +231,7 @@ std::vector<std::string> parse_safetensors_names(std::vector<unsigned char> byte
 }
 
 ArtefactMatrix read_tsv_matrix(const std::string& path) {
-  const std::vector<unsigned char> bytes = read_all(path);
+  const std::vector<unsigned char> bytes = read_artefact_bytes(path);
   return parse_tsv_matrix(std::string(bytes.begin(), bytes.end()), path);
 }
 

@@ -35,9 +35,11 @@ struct ArtefactTensor {
 std::map<std::string, ArtefactTensor> read_safetensors_tensors(
     const std::string& path, const std::vector<std::string>& names);
 
-// The names of the tensors a safetensors file holds (its header checked as above; no values read),
+// The whole file (std::invalid_argument "path: cannot open the file" / "path: read error").
+std::vector<unsigned char> read_artefact_bytes(const std::string& path);
+
+// The names of the tensors safetensors bytes hold (the header checked as above; no values widened),
 // sorted. Methods whose tensor names depend on the model (KVzap's per-layer modules) probe them.
-std::vector<std::string> read_safetensors_names(const std::string& path);
 std::vector<std::string> parse_safetensors_names(std::vector<unsigned char> bytes,
                                                  const std::string& source);
 

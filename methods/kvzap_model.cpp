@@ -146,9 +146,7 @@ std::vector<KvzapLayer> model_from(const std::string& source, const std::vector<
 }  // namespace
 
 std::vector<KvzapLayer> read_kvzap_model(const std::string& path) {
-  return model_from(path, read_safetensors_names(path), [&](const std::vector<std::string>& w) {
-    return read_safetensors_tensors(path, w);
-  });
+  return parse_kvzap_model(read_artefact_bytes(path), path);  // the file is read once
 }
 
 std::vector<KvzapLayer> parse_kvzap_model(std::vector<unsigned char> bytes,

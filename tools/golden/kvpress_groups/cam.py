@@ -30,9 +30,6 @@ Rerun: tools/.venv-kvpress/bin/python tools/golden/kvpress_groups/cam.py   (a fe
 
 from __future__ import annotations
 
-import importlib.metadata
-import json
-import platform
 import sys
 from pathlib import Path
 
@@ -46,7 +43,8 @@ from kvpress import CAMPress, KnormPress, SnapKVPress
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_kvpress_golden import attention_context, load  # noqa: E402
-from decoding import MODELS, PROMPT_LENGTH, VOCAB_HIGH, VOCAB_LOW, apply, plain  # noqa: E402
+from decoding import (MODELS, PROMPT_LENGTH, VOCAB_HIGH, VOCAB_LOW, apply, plain, run_facts,  # noqa: E402
+                      write_document)
 
 SEED = 20261203
 MAX_NEW_TOKENS = 20
@@ -211,11 +209,7 @@ def main() -> int:
     doc = {
         "generator": "tools/golden/kvpress_groups/cam.py",
         "seed": SEED,
-        "versions": {"kvpress": importlib.metadata.version("kvpress"), "torch": torch.__version__,
-                     "transformers": transformers.__version__, "python": platform.python_version(),
-                     "numpy": np.__version__},
-        "torch_threads": torch.get_num_threads(),
-        "sdpa_kernel": "torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION])",
+        **run_facts(),
         "draw_rule": RULE,
         "notes": [
             "one prefill of the whole prompt under the press, then one forward per generated token at the next "
@@ -228,10 +222,7 @@ def main() -> int:
         "prompts": prompts,
         "cases": cases,
     }
-    text = json.dumps(doc, separators=(",", ":")) + "\n"
-    text = text.replace(',{"model":', ',\n{"model":')
-    OUT.write_text(text)
-    print(f"wrote {OUT}: {len(cases)} cases, {len(text)} bytes", file=sys.stderr)
+    write_document(OUT, doc)
     return 0
 
 

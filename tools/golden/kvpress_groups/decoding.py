@@ -74,6 +74,23 @@ def plain(method_id, variant=None, **params):
     return {"id": method_id, "variant": variant, "params": params, "scorer": None}
 
 
+def run_facts() -> dict:
+    """The document's versions, torch threads and sdpa kernel (shared with cam.py)."""
+    return {"versions": {"kvpress": importlib.metadata.version("kvpress"), "torch": torch.__version__,
+                         "transformers": transformers.__version__, "python": platform.python_version(),
+                         "numpy": np.__version__},
+            "torch_threads": torch.get_num_threads(),
+            "sdpa_kernel": "torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION])"}
+
+
+def write_document(out: Path, doc: dict) -> None:
+    """Compact JSON, one case a line (shared with cam.py)."""
+    text = json.dumps(doc, separators=(",", ":")) + "\n"
+    text = text.replace(',{"model":', ',\n{"model":')
+    out.write_text(text)
+    print(f"wrote {out}: {len(doc['cases'])} cases, {len(text)} bytes", file=sys.stderr)
+
+
 def press_table():
     """(label, factory() -> (press, base press, prefill press or None), decoding method, prefill method)."""
     def decoding(base):
@@ -252,11 +269,7 @@ def main() -> int:
     doc = {
         "generator": "tools/golden/kvpress_groups/decoding.py",
         "seed": SEED,
-        "versions": {"kvpress": importlib.metadata.version("kvpress"), "torch": torch.__version__,
-                     "transformers": transformers.__version__, "python": platform.python_version(),
-                     "numpy": np.__version__},
-        "torch_threads": torch.get_num_threads(),
-        "sdpa_kernel": "torch.nn.attention.sdpa_kernel([SDPBackend.FLASH_ATTENTION])",
+        **run_facts(),
         "notes": [
             "one prefill of the whole prompt under the press, then one forward per generated token at the next "
             "original position; no stop token (see the script's docstring for how this relates to kvpress's "
@@ -269,10 +282,7 @@ def main() -> int:
         "prompts": prompts,
         "cases": cases,
     }
-    text = json.dumps(doc, separators=(",", ":")) + "\n"
-    text = text.replace(',{"model":', ',\n{"model":')
-    OUT.write_text(text)
-    print(f"wrote {OUT}: {len(cases)} cases, {len(text)} bytes", file=sys.stderr)
+    write_document(OUT, doc)
     return 0
 
 
