@@ -4,11 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "methods/method_factory.h"
+#include "runners/model/formats/load_weights.h"
 
 namespace kvaudit::methods::testing {
 
@@ -28,5 +33,33 @@ inline std::unique_ptr<Method> method_of_golden(const nlohmann::json& m) {
   }
   return make_method(c);
 }
+
+// golden["prompts"]: id -> token ids.
+inline std::map<std::string, std::vector<std::int32_t>> golden_prompts(
+    const nlohmann::json& golden) {
+  std::map<std::string, std::vector<std::int32_t>> prompts;
+  for (const auto& p : golden.at("prompts"))
+    prompts[p.at("id").get<std::string>()] = p.at("ids").get<std::vector<std::int32_t>>();
+  return prompts;
+}
+
+// The weights of a case's "<model>/<dtype>" directory under `models`, loaded at the first use.
+class GoldenModels {
+ public:
+  explicit GoldenModels(std::filesystem::path models) : models_(std::move(models)) {}
+  static std::string directory(const nlohmann::json& c) {
+    return c.at("model").get<std::string>() + "/" + c.at("dtype").get<std::string>();
+  }
+  const model::ModelWeights& weights(const nlohmann::json& c) {
+    auto& w = loaded_[directory(c)];
+    if (!w)
+      w = std::make_unique<model::ModelWeights>(model::load_model_weights(models_ / directory(c)));
+    return *w;
+  }
+
+ private:
+  std::filesystem::path models_;
+  std::map<std::string, std::unique_ptr<model::ModelWeights>> loaded_;
+};
 
 }  // namespace kvaudit::methods::testing

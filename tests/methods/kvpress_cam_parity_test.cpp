@@ -75,18 +75,14 @@ TEST(KvpressCamParity, PerStepKeptSetsMergedValuesAndIdsMatchKvpress) {
   std::ifstream in(kGolden);
   const json golden = json::parse(in);
   ASSERT_EQ(golden.at("draw_rule").get<std::string>(), "M = (P >= 0.5)");
-  std::map<std::string, std::vector<std::int32_t>> prompts;
-  for (const auto& p : golden.at("prompts"))
-    prompts[p.at("id").get<std::string>()] = p.at("ids").get<std::vector<std::int32_t>>();
-  std::map<std::string, std::unique_ptr<model::ModelWeights>> weights;
+  const auto prompts = methods::testing::golden_prompts(golden);
+  methods::testing::GoldenModels models(kModels);
   int cases = 0, exact = 0, flagged = 0, events_compared = 0;
   std::printf("%-58s %6s %7s %10s  %s\n", "case", "events", "merges", "value gap", "outcome");
   for (const json& c : golden.at("cases")) {
-    const std::string dir =
-        c.at("model").get<std::string>() + "/" + c.at("dtype").get<std::string>();
-    const std::string where = dir + " " + c.at("press").get<std::string>();
-    auto& w = weights[dir];
-    if (!w) w = std::make_unique<model::ModelWeights>(model::load_model_weights(kModels / dir));
+    const std::string where =
+        methods::testing::GoldenModels::directory(c) + " " + c.at("press").get<std::string>();
+    const model::ModelWeights* w = &models.weights(c);
     cpu::CpuModel engine(*w, AttentionBackend::sdpa,
                          {.sdpa_numerics = cpu::SdpaNumerics::torch_cpu_flash});
     const std::vector<std::int32_t>& ids = prompts.at(c.at("prompt").get<std::string>());

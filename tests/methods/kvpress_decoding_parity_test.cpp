@@ -61,17 +61,13 @@ TEST(KvpressDecodingParity, PerStepKeptSetsAndIdsMatchKvpress) {
                                       "decoding.py makes it)";
   std::ifstream in(kGolden);
   const json golden = json::parse(in);
-  std::map<std::string, std::vector<std::int32_t>> prompts;
-  for (const auto& p : golden.at("prompts"))
-    prompts[p.at("id").get<std::string>()] = p.at("ids").get<std::vector<std::int32_t>>();
-  std::map<std::string, std::unique_ptr<model::ModelWeights>> weights;
+  const auto prompts = methods::testing::golden_prompts(golden);
+  methods::testing::GoldenModels models(kModels);
   Outcome outcome;
   for (const json& c : golden.at("cases")) {
-    const std::string dir =
-        c.at("model").get<std::string>() + "/" + c.at("dtype").get<std::string>();
-    const std::string where = dir + " " + c.at("press").get<std::string>();
-    auto& w = weights[dir];
-    if (!w) w = std::make_unique<model::ModelWeights>(model::load_model_weights(kModels / dir));
+    const std::string where =
+        methods::testing::GoldenModels::directory(c) + " " + c.at("press").get<std::string>();
+    const model::ModelWeights* w = &models.weights(c);
     // HF ran on the CPU: its flash kernel's numerics (cpu_model.h).
     cpu::CpuModel engine(*w, AttentionBackend::sdpa,
                          {.sdpa_numerics = cpu::SdpaNumerics::torch_cpu_flash});
