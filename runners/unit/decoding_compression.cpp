@@ -10,6 +10,7 @@
 #include "base/argmax.h"
 #include "methods/bf16_rounding.h"
 #include "runners/unit/cost_shares.h"
+#include "runners/unit/prefill_capture.h"
 
 namespace kvaudit::unit {
 namespace {
@@ -195,15 +196,7 @@ methods::LayerCapture DecodingCompressor::layer_view(int layer,
   const std::size_t k_len = heads.front().positions.size();
   const int rows = static_cast<int>(std::min(buffer_[sz(layer)].size(), k_len));
   queries = window_queries(layer, rows);
-  methods::LayerCapture view;
-  view.layer = layer;
-  view.num_layers = c.num_layers;
-  view.num_heads = c.num_heads;
-  view.num_kv_heads = c.num_kv_heads;
-  view.head_dim = c.head_dim;
-  view.hidden_size = c.hidden_size;
-  view.length = static_cast<int>(k_len);
-  view.model_is_bf16 = c.dtype == model::ComputeDtype::bf16;
+  methods::LayerCapture view = layer_capture_shape(c, layer, static_cast<int>(k_len));
   for (const CacheHeadEntries& e : heads) {
     view.keys.push_back(e.keys);
     view.values.push_back(e.values);

@@ -28,11 +28,7 @@ void normalize_capture_options(CaptureOptions& options, const model::ModelConfig
         "the model config has no valid layer/head shape");
 }
 
-methods::LayerCapture make_layer_capture(const model::ModelConfig& config,
-                                         const CaptureOptions& options, int layer, int boundary,
-                                         const CapturedBoundary& captured,
-                                         std::span<const float> o_proj,
-                                         std::span<const float> rope_inv_freq) {
+methods::LayerCapture layer_capture_shape(const model::ModelConfig& config, int layer, int length) {
   methods::LayerCapture view;
   view.layer = layer;
   view.num_layers = config.num_layers;
@@ -40,8 +36,17 @@ methods::LayerCapture make_layer_capture(const model::ModelConfig& config,
   view.num_kv_heads = config.num_kv_heads;
   view.head_dim = config.head_dim;
   view.hidden_size = config.hidden_size;
-  view.length = boundary;
+  view.length = length;
   view.model_is_bf16 = config.dtype == model::ComputeDtype::bf16;
+  return view;
+}
+
+methods::LayerCapture make_layer_capture(const model::ModelConfig& config,
+                                         const CaptureOptions& options, int layer, int boundary,
+                                         const CapturedBoundary& captured,
+                                         std::span<const float> o_proj,
+                                         std::span<const float> rope_inv_freq) {
+  methods::LayerCapture view = layer_capture_shape(config, layer, boundary);
   view.window_rows = captured.window_rows;
   view.window_queries = captured.window_queries;
   view.column_sums = captured.column_sums;

@@ -81,6 +81,10 @@ struct CapturedBoundary {
   std::span<const float> attention_cosine;  // [b] or empty (CaptureOptions::attention_cosine)
 };
 
+// A LayerCapture holding only the model's shape (layer, layer/head counts, head_dim, hidden size,
+// bf16) and `length`: the start of every view, the prefill's and decode-time compression's.
+methods::LayerCapture layer_capture_shape(const model::ModelConfig& config, int layer, int length);
+
 // The LayerCapture view of `layer` at `boundary` with every field but keys/values (the caller adds
 // one span per KV head): the model's shape, the captured data, o_proj and the RoPE frequencies.
 // Both captures build their views with it, so methods see the same view on either device.
