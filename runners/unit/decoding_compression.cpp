@@ -69,6 +69,24 @@ void validate(const DecodingPolicy& policy) {
   if (policy.merge_budget < 0)
     throw std::invalid_argument("decoding: merge_budget must be >= 0 (0 = no merging), got " +
                                 std::to_string(policy.merge_budget));
+  if (policy.target_compression_ratio) {
+    const double r = *policy.target_compression_ratio;
+    if (!(r >= 0.0 && r < 1.0))  // NaN fails too
+      throw std::invalid_argument("decoding: target_compression_ratio must be in [0, 1), got " +
+                                  std::to_string(r));
+    if (policy.merge_budget > 0)
+      throw std::invalid_argument(
+          "decoding: target_compression_ratio cannot be combined with merge_budget (kvpress "
+          "CAMPress compresses to a fixed target_size)");
+  }
+}
+
+std::int64_t decoding_target_size(const DecodingPolicy& policy, std::int64_t total_tokens_seen) {
+  if (!policy.target_compression_ratio) return policy.target_size;
+  // Python: max(1, int(total_tokens_seen * (1 - r))) in double; int() truncates toward zero.
+  const double kept =
+      static_cast<double>(total_tokens_seen) * (1.0 - *policy.target_compression_ratio);
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(kept));
 }
 
 double decoding_compression_ratio(std::int64_t k_len, std::int64_t target_size) {
@@ -148,8 +166,10 @@ std::optional<CompressionEvent> DecodingCompressor::end_step(SequenceCache& cach
   ++decode_steps_;
   ++count_;
   std::optional<CompressionEvent> event;
-  if (count_ >= policy_.compression_interval) {
-    event = compress(cache);
+  // kvpress DecodingPress.forward_hook: step count ≥ interval, or q_len (1 here) ≥ the target.
+  const std::int64_t target = decoding_target_size(policy_, cache.original_length());
+  if (count_ >= policy_.compression_interval || target <= 1) {
+    event = compress(cache, target);
     count_ = 0;
     for (auto& rows : buffer_) rows.clear();
   }
@@ -239,6 +259,7 @@ std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& 
     CompressionEvent event;
     event.decode_step = decode_steps_;
     event.original_length = cache.original_length();
+    event.target_size = policy_.target_size;
     methods::Selection selection;
     selection.kept.resize(layers);
     for (int layer = 0; layer < c.num_layers; ++layer) {
@@ -352,20 +373,20 @@ std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& 
   return result;
 }
 
-CompressionEvent DecodingCompressor::compress(SequenceCache& cache) {
+CompressionEvent DecodingCompressor::compress(SequenceCache& cache, std::int64_t target_size) {
   const auto start = std::chrono::steady_clock::now();
   const model::ModelConfig& c = engine_.config();
   CompressionEvent event;
   event.decode_step = decode_steps_;
   event.original_length = cache.original_length();
+  event.target_size = target_size;
   methods::Selection selection;
   selection.kept.resize(sz(c.num_layers));
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const std::vector<CacheHeadEntries> heads = layer_heads(cache, layer, c.num_kv_heads);
     const std::size_t k_len = heads.front().positions.size();
     auto& kept = selection.kept[sz(layer)];
-    const double ratio =
-        decoding_compression_ratio(static_cast<std::int64_t>(k_len), policy_.target_size);
+    const double ratio = decoding_compression_ratio(static_cast<std::int64_t>(k_len), target_size);
     if (ratio == 0.0) {  // kvpress ScorerPress.compress returns the cache untouched
       for (const CacheHeadEntries& e : heads)
         kept.emplace_back(e.positions.begin(), e.positions.end());

@@ -18,6 +18,13 @@
 //   rotated at its own position: BufferedQueryPositions::own.
 //   The step's logits are computed before its compression (the hook runs after attention), and
 //   positions keep counting from the original length (evicted tokens still advance it).
+//   The hook's trigger is `step count ≥ compression_interval OR q_len ≥ target_size`; a decode
+//   step feeds one token (q_len = 1), so a target of 1 compresses at every step.
+// kvpress CompressionRatioDecodingPress (compression_ratio_decoding_press.py;
+// DecodingPolicy::target_compression_ratio r): the same press with the target re-evaluated at
+// every step as max(1, int(T·(1 − r))), T = total tokens seen = max(position_ids) + 1 = the
+// step's token's original position + 1 (SequenceCache::original_length() after the step: evicted
+// tokens count), not the cache's length: decoding_target_size.
 // kvaudit builds, per layer, a LayerCapture over the cache's entries (candidates = the entries in
 // ascending original position, length = their count, window rows = the rotated buffer) and calls
 // the cell's method through Method::select one layer at a time (kvpress compresses each layer on
@@ -67,10 +74,20 @@ struct DecodingPolicy {
   BufferedQueryPositions query_positions = BufferedQueryPositions::current_step;
   // kvpress CAMPress's merge_budget (cam_merging.h): 0 = plain DecodingPress, > 0 = CAM.
   int merge_budget = 0;
+  // kvpress CompressionRatioDecodingPress's target_compression_ratio r, 0 ≤ r < 1: when set, the
+  // target of each step is max(1, int(T·(1 − r))) with T the tokens seen so far (the step's
+  // token's original position + 1) and target_size is not used. Not with CAM (CAMPress has a
+  // fixed target_size).
+  std::optional<double> target_compression_ratio = std::nullopt;
 };
 
 // Throws std::invalid_argument naming the field for a value out of range.
 void validate(const DecodingPolicy& policy);
+
+// The step's target entries per (layer, KV head): policy.target_size, or with
+// target_compression_ratio r, kvpress CompressionRatioDecodingPress._resolve_target_size:
+// max(1, int(total_tokens_seen · (1 − r))) (the product in double, truncated like Python's int()).
+std::int64_t decoding_target_size(const DecodingPolicy& policy, std::int64_t total_tokens_seen);
 
 // kvpress DecodingPress._find_target_compression_ratio(k_len, target): 0 when k_len ≤ target,
 // else the ratio r whose int(k_len·(1−r)) == target, found by kvpress's 20-step bisection started
@@ -95,6 +112,7 @@ class CamScoreSource {
 struct CompressionEvent {
   int decode_step = 0;               // decode_step calls run so far (1-based: this step)
   std::int64_t original_length = 0;  // the cache's original_length() after the step
+  std::int64_t target_size = 0;      // the step's target (decoding_target_size)
   bool evicted = false;              // some layer had k_len > target_size
   double seconds = 0.0;              // wall time of building the views, scoring and retain
   // kept[layer][kv_head]: original positions kept after it, ascending (only when recording).
@@ -133,7 +151,7 @@ class DecodingCompressor {
     std::vector<float> queries_pre_rope;  // [H, d]
     std::vector<float> cos, sin;          // [d] of the row's own position
   };
-  CompressionEvent compress(SequenceCache& cache);
+  CompressionEvent compress(SequenceCache& cache, std::int64_t target_size);
   std::optional<CompressionEvent> end_step_cam(SequenceCache& cache);
   std::vector<float> window_queries(int layer, int rows) const;  // [H, rows, d]
   // The scorer's one-layer view of `heads` with the last `rows` buffered rows as its window.

@@ -78,10 +78,16 @@ json canonical_grid_decoding(const GridDecoding& d) {
   json j{{"compression_interval", d.compression_interval},
          {"hidden_states_buffer_size", d.hidden_states_buffer_size},
          {"method", d.method},
-         {"query_positions", d.query_positions},
-         {"target_size", d.target_size}};
+         {"query_positions", d.query_positions}};
   // Only when present, so the hashes of grids without CAM are what they were before the key.
   if (d.merge_budget) j["merge_budget"] = *d.merge_budget;
+  // The target: a fixed size, or (only when given, so the hashes of fixed-size grids do not
+  // change) the ratio that replaces it.
+  if (d.target_compression_ratio) {
+    j["target_compression_ratio"] = *d.target_compression_ratio;
+  } else {
+    j["target_size"] = d.target_size;
+  }
   return j;
 }
 

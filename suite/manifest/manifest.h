@@ -77,6 +77,8 @@ enum class RatioKind { compression, retention };
 // with a prefill method PrefillDecodingPress): every cell of the grid also compresses its cache
 // while decoding — every `compression_interval` decode steps, `method`'s selection over the whole
 // cache keeps `target_size` entries per (layer, KV head). Absent: no decode-time compression.
+// With `target_compression_ratio` r instead of target_size (kvpress CompressionRatioDecodingPress)
+// the target of each step is max(1, int(T·(1 − r))), T = the tokens seen so far.
 struct GridDecoding {
   std::string method;  // a method configuration name (its selection runs during decoding)
   std::int64_t compression_interval = 512;
@@ -86,6 +88,10 @@ struct GridDecoding {
   // CAM (kvpress CAMPress; runners/unit/cam_merging.h): evicted values merged into up to this
   // many kept neighbours (≥ 1); absent: plain DecodingPress (and the grid's hashes unchanged).
   std::optional<std::int64_t> merge_budget;
+  // kvpress CompressionRatioDecodingPress: 0 ≤ r < 1, given instead of target_size (which then
+  // keeps its default and is not used); absent: a fixed target_size (and the grid's hashes
+  // unchanged).
+  std::optional<double> target_compression_ratio = std::nullopt;
   SourcePos pos;
 };
 inline constexpr const char* kDecodingQueryPositions[] = {"current_step", "own"};

@@ -916,7 +916,26 @@ class Parser {
         if (auto v = d.integer("compression_interval", true, 1, kMaxSteps)) {
           decoding.compression_interval = *v;
         }
-        if (auto v = d.integer("target_size", true, 1, kMaxSteps)) decoding.target_size = *v;
+        // A fixed target_size (DecodingPress) or target_compression_ratio (kvpress
+        // CompressionRatioDecodingPress): exactly one of the two.
+        const toml::node* ratio_node = dt->get("target_compression_ratio");
+        if (ratio_node != nullptr && dt->get("target_size") != nullptr) {
+          diag_.error(pos_of(*ratio_node), d.field("target_compression_ratio"),
+                      "give either target_size or target_compression_ratio, not both");
+        }
+        if (auto v = d.integer("target_size", ratio_node == nullptr, 1, kMaxSteps)) {
+          decoding.target_size = *v;
+        }
+        if (auto v = d.real("target_compression_ratio", false)) {
+          if (!(*v >= 0.0 && *v < 1.0)) {
+            diag_.error(pos_of(*ratio_node), d.field("target_compression_ratio"),
+                        format_number(*v) +
+                            " is outside [0, 1) (the fraction of the tokens seen "
+                            "that each compression removes)");
+          } else {
+            decoding.target_compression_ratio = *v;
+          }
+        }
         if (auto v = d.integer("hidden_states_buffer_size", false, 0, kMaxSteps)) {
           decoding.hidden_states_buffer_size = *v;
         }
@@ -925,9 +944,14 @@ class Parser {
           decoding.query_positions = *v;
         }
         if (auto v = d.integer("merge_budget", false, 1, kMaxSteps)) decoding.merge_budget = *v;
+        if (decoding.merge_budget && ratio_node != nullptr) {
+          diag_.error(pos_of(*ratio_node), d.field("target_compression_ratio"),
+                      "CAM (merge_budget) compresses to a fixed target_size; kvpress CAMPress has "
+                      "no target_compression_ratio");
+        }
         d.finish(
-            "method, compression_interval, target_size, hidden_states_buffer_size, "
-            "query_positions, merge_budget");
+            "method, compression_interval, target_size, target_compression_ratio, "
+            "hidden_states_buffer_size, query_positions, merge_budget");
         g.decoding = decoding;
       }
       f.finish(

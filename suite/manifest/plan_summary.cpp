@@ -198,8 +198,14 @@ void print_plan(std::ostream& os, const Manifest& m, const Expansion& ex, const 
     if (const Grid* grid = m.find_grid(g.grid); grid != nullptr && grid->decoding) {
       const GridDecoding& d = *grid->decoding;
       os << "    decoding: every cell also compresses while decoding: " << d.method << " every "
-         << d.compression_interval << " steps down to " << d.target_size
-         << " entries per (layer, KV head) (buffer " << d.hidden_states_buffer_size << ", "
+         << d.compression_interval << " steps down to ";
+      if (d.target_compression_ratio) {
+        os << "max(1, int(T x (1 - " << format_number(*d.target_compression_ratio)
+           << "))) (T = tokens seen)";
+      } else {
+        os << d.target_size;
+      }
+      os << " entries per (layer, KV head) (buffer " << d.hidden_states_buffer_size << ", "
          << d.query_positions << ")";
       if (d.merge_budget) {
         os << "; CAM: evicted values merged into up to " << *d.merge_budget << " kept neighbours";

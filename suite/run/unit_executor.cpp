@@ -289,6 +289,7 @@ struct UnitExecutor::Impl {
                                      ? unit::BufferedQueryPositions::own
                                      : unit::BufferedQueryPositions::current_step;
         policy.merge_budget = d.merge_budget ? static_cast<int>(*d.merge_budget) : 0;
+        policy.target_compression_ratio = d.target_compression_ratio;
         decodings.push_back(unit::DecodingCell{decoding_method, policy});
         spec.decoding = &decodings.back();
       }

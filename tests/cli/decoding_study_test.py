@@ -8,7 +8,10 @@ KV head). Checks: plan prints the decoding table and counts both grids' cells (t
 of the cells' content, so the grids do not merge); `kvaudit run` completes; read back with h5py,
 every record of the decoding grid compressed while decoding (decode_compressions >= 1,
 final_kv_bytes < peak_kv_bytes, at most 100 entries per (layer, KV head) at the end) and every
-record of the plain grid did not (0 compressions, final == peak); reduce completes.
+record of the plain grid did not (0 compressions, final == peak); reduce completes. A third grid
+"ratio" has `target_compression_ratio = 0.5` instead of target_size (kvpress
+CompressionRatioDecodingPress): its records end with exactly int(0.5·T) + (steps since the last
+compression) entries per (layer, KV head), T = the tokens seen at the last compression.
 
 Usage: decoding_study_test.py --kvaudit BIN --model GGUF --workdir DIR
 Exit 0 = pass, 77 = skipped (the reason is printed), 1 = failure.
@@ -68,6 +71,11 @@ essay = "builtin"
 method = "knorm"
 compression_interval = 4
 target_size = 100
+""" + GRID.format(name="ratio") + """
+[grids.decoding]
+method = "knorm"
+compression_interval = 4
+target_compression_ratio = 0.5
 """
 
 
@@ -92,8 +100,11 @@ def main():
     check(plan.returncode == 0, "plan exits 0 (%s)" % plan.stderr[-300:])
     check("decoding: every cell also compresses while decoding: knorm every 4 steps down to 100"
           in plan.stdout, "plan prints the decoding table")
-    check("total      2 units, 8 cells" in plan.stdout,
-          "the decoding grid's cells are distinct from the plain grid's")
+    check("decoding: every cell also compresses while decoding: knorm every 4 steps down to "
+          "max(1, int(T x (1 - 0.5))) (T = tokens seen)" in plan.stdout,
+          "plan prints the ratio grid's decoding table")
+    check("total      2 units, 12 cells" in plan.stdout,
+          "the decoding grids' cells are distinct from the plain grid's and each other's")
 
     run = subprocess.run([args.kvaudit, "run", manifest], capture_output=True, text=True, env=env,
                          timeout=1200)
@@ -103,16 +114,31 @@ def main():
     for path in sorted(glob.glob(os.path.join(args.workdir, "results", "shards", "part-*.h5"))):
         with h5py.File(path, "r") as f:
             records.extend(f["records"][...])
-    check(len(records) == 8, "8 records (%d)" % len(records))
+    check(len(records) == 12, "12 records (%d)" % len(records))
     # SmolLM2: 30 layers x 3 KV heads; an entry of one (layer, KV head) is K and V of 64 f32
     # values each = 512 bytes. After the last compression a cache holds at most 100 entries per
     # (layer, KV head) plus the tokens of up to 3 later steps (interval 4).
     most = 30 * 3 * (100 + 3) * 512
-    compressing = [r for r in records if r["decode_compressions"] > 0]
+    entry = 30 * 3 * 512
+    # The ratio grid: n generated tokens = n - 1 decode steps, compressions every 4 (each evicts:
+    # the cache, prompt - prefill eviction + steps, stays above half of every token seen), the last
+    # at step s with T = prompt + s tokens seen; then n - 1 - s more entries.
+    def ratio_final(r):
+        steps = int(r["n_generated_tokens"]) - 1
+        s = steps // 4 * 4
+        return (int(0.5 * (int(r["n_prompt_tokens"]) + s)) + steps - s) * entry
+    ratio = [r for r in records if r["decode_compressions"] > 0 and r["final_kv_bytes"] > most]
+    compressing = [r for r in records if r["decode_compressions"] > 0 and r["final_kv_bytes"] <= most]
     plain = [r for r in records if r["decode_compressions"] == 0]
-    check(len(compressing) == 4 and len(plain) == 4,
-          "4 records compressed while decoding, 4 did not (%d, %d)"
-          % (len(compressing), len(plain)))
+    check(len(compressing) == 4 and len(plain) == 4 and len(ratio) == 4,
+          "4 records compressed to the fixed target, 4 to the ratio, 4 did not (%d, %d, %d)"
+          % (len(compressing), len(ratio), len(plain)))
+    for r in ratio:
+        check(r["status"] == 0 and r["final_kv_bytes"] == ratio_final(r) and
+              r["decode_compressions"] == (int(r["n_generated_tokens"]) - 1) // 4,
+              "%s ratio 0.5: final %d == %d, %d compressions" % (
+                  r["method_id"].decode(), r["final_kv_bytes"], ratio_final(r),
+                  r["decode_compressions"]))
     for r in compressing:
         check(r["status"] == 0 and r["final_kv_bytes"] < r["peak_kv_bytes"] and
               r["final_kv_bytes"] <= most,

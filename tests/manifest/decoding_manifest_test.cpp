@@ -1,8 +1,10 @@
 // A grid's [grids.decoding] table (docs/MANIFEST.md): parsed into Grid::decoding, part of the
 // canonical form only when present (manifests without it keep their hash), and part of the cells'
 // content: the same cells with a decoding table are other cells (other ids), each pointing at its
-// grid (Cell::decoding_grid). CAM's merge_budget likewise: hashed and carried only when present.
-// Bad tables: tests/manifest/malformed/decoding_bad_table.*, decoding_cam_bad_merge_budget.*.
+// grid (Cell::decoding_grid). CAM's merge_budget likewise: hashed and carried only when present,
+// and so is target_compression_ratio (kvpress CompressionRatioDecodingPress), which replaces
+// target_size. Bad tables: tests/manifest/malformed/decoding_bad_table.*,
+// decoding_cam_bad_merge_budget.*, decoding_ratio_bad.*.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,6 +96,57 @@ TEST(DecodingManifest, MergeBudgetMakesItCamAndEntersTheHashAndCellsOnlyWhenPres
     EXPECT_NE(cell_tuple(cam, b.units[b.cells[i].unit], b.cells[i]).find(R"("merge_budget":32)"),
               std::string::npos);
   }
+}
+
+TEST(DecodingManifest, AFixedTargetsCanonicalFormIsWhatItWas) {
+  // Pinned: the canonical form of a table without target_compression_ratio (the form before the
+  // key existed), so existing grids keep their hashes and cell ids.
+  const Manifest m = load_text("with.toml", std::string(kHead) + kTable);
+  EXPECT_EQ(canonical_grid_decoding(*m.grids[0].decoding).dump(),
+            R"({"compression_interval":4,"hidden_states_buffer_size":256,"method":"knorm",)"
+            R"("query_positions":"own","target_size":100})");
+}
+
+const std::string kRatioTable = R"(
+[grids.decoding]
+method = "knorm"
+compression_interval = 4
+target_compression_ratio = 0.5
+query_positions = "own"
+)";
+
+TEST(DecodingManifest, ARatioReplacesTheTargetInTheHashAndTheCells) {
+  const Manifest fixed = load_text("with.toml", std::string(kHead) + kTable);
+  const Manifest ratio = load_text("ratio.toml", std::string(kHead) + kRatioTable);
+  ASSERT_TRUE(ratio.grids[0].decoding.has_value());
+  const GridDecoding& d = *ratio.grids[0].decoding;
+  ASSERT_TRUE(d.target_compression_ratio.has_value());
+  EXPECT_EQ(*d.target_compression_ratio, 0.5);
+  EXPECT_FALSE(fixed.grids[0].decoding->target_compression_ratio.has_value());
+  EXPECT_EQ(canonical_grid_decoding(d).dump(),
+            R"({"compression_interval":4,"hidden_states_buffer_size":256,"method":"knorm",)"
+            R"("query_positions":"own","target_compression_ratio":0.5})");
+  const Expansion a = expand(fixed);
+  const Expansion b = expand(ratio);
+  ASSERT_EQ(a.cells.size(), b.cells.size());
+  for (std::size_t i = 0; i < a.cells.size(); ++i) {
+    EXPECT_NE(a.cells[i].id, b.cells[i].id);
+    const std::string tuple = cell_tuple(ratio, b.units[b.cells[i].unit], b.cells[i]);
+    EXPECT_NE(tuple.find(R"("target_compression_ratio":0.5)"), std::string::npos) << tuple;
+    EXPECT_EQ(tuple.find("target_size"), std::string::npos) << tuple;
+    EXPECT_EQ(
+        cell_tuple(fixed, a.units[a.cells[i].unit], a.cells[i]).find("target_compression_ratio"),
+        std::string::npos);
+  }
+  // Another ratio is another grid content.
+  const Manifest other = load_text("ratio2.toml", std::string(kHead) + R"(
+[grids.decoding]
+method = "knorm"
+compression_interval = 4
+target_compression_ratio = 0.75
+query_positions = "own"
+)");
+  EXPECT_NE(canonical_json(ratio).dump(), canonical_json(other).dump());
 }
 
 TEST(DecodingManifest, ItChangesTheHashAndTheCellIdsOnlyWhenPresent) {

@@ -101,6 +101,88 @@ TEST(DecodingCompression, RatioIsKvpressBisection) {
       }
 }
 
+TEST(DecodingCompression, RatioTargetIsCompressionRatioDecodingPressRule) {
+  // kvpress CompressionRatioDecodingPress._resolve_target_size: max(1, int(T·(1 − r))) with
+  // Python floats (values computed by hand and checked in Python).
+  const auto target = [](double r, std::int64_t seen) {
+    return decoding_target_size({.target_size = 2048, .target_compression_ratio = r}, seen);
+  };
+  EXPECT_EQ(target(0.5, 44), 22);
+  EXPECT_EQ(target(0.5, 45), 22);  // 22.5 truncated
+  EXPECT_EQ(target(0.0, 37), 37);
+  EXPECT_EQ(target(0.5, 1), 1);     // int(0.5) = 0, at least 1
+  EXPECT_EQ(target(0.98, 41), 1);   // 0.82…
+  EXPECT_EQ(target(0.98, 100), 2);  // 1 − 0.98 = 0.020000000000000018: 2.0000000000000018
+  EXPECT_EQ(target(0.7, 10), 3);    // 3.0000000000000004
+  EXPECT_EQ(target(0.8, 15), 2);    // 1 − 0.8 = 0.19999999999999996: 2.999999999999999, not 3
+  EXPECT_EQ(target(0.3, 90), 62);   // 62.99999999999999, not 63
+  // Without a ratio the target is target_size whatever was seen.
+  EXPECT_EQ(decoding_target_size({.target_size = 24}, 1000), 24);
+  EXPECT_EQ(decoding_target_size({.target_size = 24}, 3), 24);
+}
+
+TEST(DecodingCompression, ARatioTargetCountsEveryTokenSeenNotTheCacheLength) {
+  const model::ModelWeights weights = load_tiny_model("llama", "f32");
+  cpu::CpuModel model(weights, AttentionBackend::sdpa);
+  const auto& c = model.config();
+  RecordingMethod method;
+  // Interval 3, ratio 0.5, 12-token prompt: compressions after decode steps 3, 6, 9 with
+  // T = 15, 18, 21 tokens seen, targets int(T/2) = 7, 9, 10. The cache holds 15, 7 + 3 = 10 and
+  // 9 + 3 = 12 entries then. The cache-length rule int(k_len/2) would give 7, 5, 6.
+  const DecodingPolicy policy{.compression_interval = 3,
+                              .target_size = 2048,
+                              .hidden_states_buffer_size = 1,
+                              .target_compression_ratio = 0.5};
+  const auto prompt = random_tokens(12, c.vocab_size, 7);
+  Generation r = run(model, {prompt}, {&method}, policy, 11);  // 10 decode steps
+  const CompressingOutput& out = r.outputs.front();
+  ASSERT_EQ(out.events.size(), 3u);
+  EXPECT_EQ(out.compressions, 3);
+  const int steps[] = {3, 6, 9}, targets[] = {7, 9, 10}, lengths[] = {15, 10, 12};
+  for (std::size_t e = 0; e < 3; ++e) {
+    EXPECT_EQ(out.events[e].decode_step, steps[e]);
+    EXPECT_EQ(out.events[e].original_length, 12 + steps[e]);
+    EXPECT_EQ(out.events[e].target_size, targets[e]);
+    for (const auto& layer : out.events[e].kept)
+      for (const auto& head : layer) EXPECT_EQ(head.size(), static_cast<std::size_t>(targets[e]));
+  }
+  ASSERT_EQ(method.calls.size(), 3u * static_cast<std::size_t>(c.num_layers));
+  for (std::size_t k = 0; k < method.calls.size(); ++k) {
+    const std::size_t e = k / static_cast<std::size_t>(c.num_layers);
+    EXPECT_EQ(method.calls[k].length, lengths[e]) << k;
+    EXPECT_DOUBLE_EQ(method.calls[k].compression,
+                     decoding_compression_ratio(lengths[e], targets[e]))
+        << k;
+  }
+  EXPECT_EQ(r.caches.front()->kept_entries(),
+            static_cast<std::size_t>(c.num_layers * c.num_kv_heads * (10 + 1)));
+}
+
+TEST(DecodingCompression, ATargetOfOneCompressesAtEveryStep) {
+  // kvpress's trigger is `step count ≥ interval OR q_len ≥ target`; a decode step has q_len 1,
+  // so a target of 1 (target_size 1, or a ratio whose target falls to 1) compresses every step.
+  const model::ModelWeights weights = load_tiny_model("llama", "f32");
+  cpu::CpuModel model(weights, AttentionBackend::sdpa);
+  const auto prompt = random_tokens(12, model.config().vocab_size, 5);
+  for (const DecodingPolicy& policy :
+       {DecodingPolicy{.compression_interval = 4, .target_size = 1},
+        DecodingPolicy{.compression_interval = 4, .target_compression_ratio = 0.95}}) {
+    RecordingMethod method;
+    Generation r = run(model, {prompt}, {&method}, policy, 6);  // 5 decode steps
+    const CompressingOutput& out = r.outputs.front();
+    ASSERT_EQ(out.events.size(), 5u);
+    for (std::size_t e = 0; e < 5; ++e) {
+      EXPECT_EQ(out.events[e].decode_step, static_cast<int>(e) + 1);
+      EXPECT_EQ(out.events[e].target_size, 1);
+      for (const auto& layer : out.events[e].kept)
+        for (const auto& head : layer) EXPECT_EQ(head.size(), 1u);
+    }
+    // The first sees 12 + 1 entries, the later ones 1 + 1.
+    EXPECT_EQ(method.calls.front().length, 13);
+    EXPECT_EQ(method.calls.back().length, 2);
+  }
+}
+
 TEST(DecodingCompression, AnObservedStepComputesWhatAPlainStepComputes) {
   const model::ModelWeights weights = load_tiny_model("qwen2", "bf16");
   cpu::CpuModel model(weights, AttentionBackend::sdpa);
@@ -276,7 +358,11 @@ TEST(DecodingCompression, InvalidPoliciesAreRefusedNamingTheField) {
   for (const auto& [policy, field] : std::vector<std::pair<DecodingPolicy, std::string>>{
            {{.compression_interval = 0}, "compression_interval"},
            {{.target_size = 0}, "target_size"},
-           {{.hidden_states_buffer_size = -1}, "hidden_states_buffer_size"}}) {
+           {{.hidden_states_buffer_size = -1}, "hidden_states_buffer_size"},
+           {{.target_compression_ratio = 1.0}, "target_compression_ratio"},
+           {{.target_compression_ratio = -0.1}, "target_compression_ratio"},
+           {{.target_compression_ratio = std::nan("")}, "target_compression_ratio"},
+           {{.merge_budget = 2, .target_compression_ratio = 0.5}, "target_compression_ratio"}}) {
     try {
       validate(policy);
       FAIL() << field;

@@ -13,7 +13,8 @@
 //   (d) a cell without a setting gives exactly what it gives in a unit without decoding cells.
 // Also: failures stay in their cell (a throwing decode-time method, a head-adaptive prefill
 // method, an engine without observed decode steps) and invalid settings are refused. CAM cells
-// (merge_budget > 0) equal the naive route and the direct call too.
+// (merge_budget > 0) and CompressionRatioDecodingPress cells (target_compression_ratio) equal the
+// naive route and the direct call too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -397,6 +398,72 @@ TEST(DecodingFanOut, CamCellsEqualNaiveAndTheDirectCallAndABadBaseFailsOnlyItsCe
       for (std::size_t i = 0; i < 4; ++i)
         expect_same_decode(result->cells[i], fan_out.cells[i], "cell " + std::to_string(i));
     }
+  }
+}
+
+// CompressionRatioDecodingPress (DecodingPolicy::target_compression_ratio) through the unit
+// runner: on a full-KV cell, after a SnapKV prefill and beside a fixed-target cell, the fan-out
+// equals the naive route and the direct call; every interval evicts (the target grows with the
+// tokens seen, 61 + step, and the cache is always above it), and the ratio cell ends with another
+// cache than the fixed-target cell of the same method; an out-of-range ratio is refused.
+TEST(DecodingFanOut, RatioCellsEqualNaiveAndTheDirectCall) {
+  const DecodingMethods methods;
+  const DecodingCell ratio{&methods.knorm,
+                           {.compression_interval = 4,
+                            .hidden_states_buffer_size = 256,
+                            .target_compression_ratio = 0.5}};
+  const std::vector<CellSpec> cells = {
+      {nullptr, {}, Protocol::query_agnostic, 1, &ratio},
+      {&methods.snapkv, {.compression = 0.5}, Protocol::query_agnostic, 2, &ratio},
+      {nullptr, {}, Protocol::query_agnostic, 3, &methods.knorm_decoding},
+      {nullptr, {}, Protocol::query_agnostic, 4, nullptr},
+  };
+  const model::ModelWeights weights = load_tiny_model("llama", "bf16");
+  CpuModel model(weights, AttentionBackend::sdpa);
+  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
+  const UnitRunOptions options = decode_options();
+  const UnitResult fan_out = run_unit(model, weights, tokens, cells, options);
+  const UnitResult naive = run_unit_naive(model, weights, tokens, cells, options);
+  const UnitResult one_by_one = run_unit(model, weights, tokens, cells, decode_options(1));
+  std::vector<std::int32_t> prompt = tokens.context;
+  prompt.insert(prompt.end(), tokens.question.begin(), tokens.question.end());
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const std::string where = "cell " + std::to_string(i) + " (" + describe_cell(cells[i]) + ")";
+    const CellResult& cell = fan_out.cells[i];
+    if (cells[i].decoding != &ratio) {
+      expect_decoding_fields(cells[i], cell, where);
+    } else {  // every interval evicts; the target grows, so the cache may end as large as its peak
+      ASSERT_EQ(cell.status, CellStatus::ok) << where << ": " << cell.error;
+      EXPECT_EQ(cell.decode_compressions, (kNewTokens - 1) / 4) << where;
+      EXPECT_LE(cell.final_kv_bytes, cell.peak_kv_bytes) << where;
+      EXPECT_TRUE(std::isfinite(cell.compression_seconds)) << where;
+    }
+    expect_same_decode(cell, naive.cells[i], where + " (vs naive)");
+    expect_same_decode(cell, one_by_one.cells[i], where + " (vs batches of 1)");
+    if (cells[i].decoding == nullptr) continue;
+    std::vector<std::int32_t> rest(prompt.begin() + cell.boundary, prompt.end());
+    rest.insert(rest.end(), tokens.suffix.begin(), tokens.suffix.end());
+    expect_equals_direct(cell, direct_compressing(model, cells[i], cell, prompt, rest, options),
+                         where + " (vs generate_greedy_compressing)");
+  }
+  // Last compression at step 16: T = 61 + 16 tokens seen, target int(77 / 2) = 38, then 3 more
+  // steps: 41 entries per (layer, KV head) in both ratio cells; the fixed target keeps 24 + 3.
+  // The full-KV ratio cell peaks at 61 + 4 entries before its first compression; the SnapKV one
+  // at 24 + 13 + 4 = 41, what it ends with.
+  EXPECT_EQ(fan_out.cells[0].final_kv_bytes, fan_out.cells[1].final_kv_bytes);
+  EXPECT_EQ(fan_out.cells[0].final_kv_bytes * 27, fan_out.cells[2].final_kv_bytes * 41);
+  EXPECT_EQ(fan_out.cells[0].peak_kv_bytes * 41, fan_out.cells[0].final_kv_bytes * 65);
+  EXPECT_EQ(fan_out.cells[1].peak_kv_bytes, fan_out.cells[1].final_kv_bytes);
+
+  const DecodingCell bad_ratio{&methods.knorm, {.target_compression_ratio = 1.0}};
+  const std::vector<CellSpec> bad = {{nullptr, {}, Protocol::query_agnostic, 1, &bad_ratio}};
+  try {
+    (void)run_unit(model, weights, tokens, bad, options);
+    ADD_FAILURE() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("target_compression_ratio must be in [0, 1)"),
+              std::string::npos)
+        << e.what();
   }
 }
 
