@@ -417,6 +417,21 @@ std::vector<MethodSpec> build_catalog() {
          .is_scorer = false,
          .typed_defaults = with_variants(&KvzipParams::variant, kvzip_variants)});
   }
+  c.push_back(
+      {.id = "kvgrad",
+       .summary = "KVzip's reconstruction attention times ||v W_O|| times the gradient norm of the "
+                  "chunk's squared last hidden states (a backward pass)",
+       .citation = "'KVgrad' (OpenReview cg1wTCJjjk); kvpress KVgradPress",
+       .axis = BudgetAxis::ratio,
+       .variants = {},
+       .params = {boolean("layerwise", &KvgradParams::layerwise,
+                          "prune the same share in every layer (else one top-k over all layers)"),
+                  integer("n_sink", &KvgradParams::n_sink, 0, kUnbounded,
+                          "first positions always kept"),
+                  integer("chunk_size", &KvgradParams::chunk_size, 1, kUnbounded,
+                          "context tokens reconstructed and back-propagated per pass")},
+       .is_scorer = false,
+       .typed_defaults = plain<KvgradParams>()});
   {
     ParamSpec k = integer("kernel_size", &CakeParams::kernel_size, 1, 255,
                           "average pooling of the eviction indicator");

@@ -63,6 +63,10 @@ struct PassLayerView {
   std::span<const float> keys;             // [T, Hkv, d] post-RoPE
   std::span<const float> values;           // [T, Hkv, d]
   std::span<const float> attention_input;  // [T, D] input_layernorm output
+  // [T] ‖∂Φ/∂a_t‖₂ of this layer's attention output (KVgrad's objective, runners/cpu/
+  // attention_output_gradients.h); empty unless the pass asked for gradients. When present, the
+  // engine calls back after the whole forward and its backward, not before the layer's attention.
+  std::span<const float> attention_output_gradient_norms;
 };
 
 // What an engine calls back during InferenceEngine::observed_pass.
@@ -70,6 +74,9 @@ class PassObserver {
  public:
   virtual ~PassObserver() = default;
   virtual void on_layer(const PassLayerView& view) = 0;
+  // Whether the views must carry attention_output_gradient_norms (a backward pass after the
+  // forward; only the CPU engine has one).
+  virtual bool wants_attention_output_gradients() const { return false; }
 };
 
 // The pass's outcome for one boundary: scores[(layer · Hkv + kv_head) · length + j].
@@ -98,6 +105,8 @@ class ExtraPass {
   // Equal keys (at one boundary of one unit) mean equal results: the runner runs the pass once.
   // Keys start with the method's id, so passes of different methods never share one.
   virtual std::string pass_key() const = 0;
+  // Whether observe() needs PassLayerView::attention_output_gradient_norms (KVgrad).
+  virtual bool needs_attention_output_gradients() const { return false; }
   // The runs for cached tokens 0..b-1 (none: the result stays as initial_result made it). Throws
   // std::invalid_argument when the prompt lacks what the pass needs.
   virtual std::vector<PassChunk> chunks(std::span<const std::int32_t> cached_tokens,

@@ -10,6 +10,7 @@
 
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
+#include "methods/reconstruction_attention.h"
 #include "methods/top_k.h"
 
 namespace kvaudit::methods {
@@ -19,35 +20,6 @@ namespace {
 constexpr std::size_t kPreviousChunkTail = 8;
 
 std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
-
-// x·y over d elements, accumulated in double and returned as f32 (a BLAS dot product up to f32
-// rounding).
-float dot(const float* x, const float* y, int d) {
-  double sum = 0.0;
-  for (int i = 0; i < d; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(y[i]);
-  return static_cast<float>(sum);
-}
-
-// ‖x‖₂ over n elements (torch.norm: f32 accumulation of the squares, here in double).
-float l2_norm(const float* x, std::size_t n) {
-  double sum = 0.0;
-  for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  return static_cast<float>(std::sqrt(sum));
-}
-
-// ‖W_O^{(h)} v‖₂: v [d] through query head h's columns of o_proj [D, H·d] (each output rounded
-// like the model's matmul), then the norm.
-float value_output_norm(const LayerCapture& layer, int head, const float* value, bool bf16) {
-  const std::size_t d = to_size(layer.head_dim);
-  const std::size_t width = to_size(layer.num_heads) * d;
-  double sum = 0.0;
-  for (std::size_t row = 0; row < to_size(layer.hidden_size); ++row) {
-    const float* w = layer.o_proj.data() + row * width + to_size(head) * d;
-    const float out = maybe_bf16(dot(w, value, layer.head_dim), bf16);
-    sum += static_cast<double>(out) * static_cast<double>(out);
-  }
-  return maybe_bf16(static_cast<float>(std::sqrt(sum)), bf16);
-}
 
 }  // namespace
 
@@ -103,107 +75,35 @@ std::vector<PassChunk> KvzipMethod::chunks(std::span<const std::int32_t> cached_
 
 void KvzipMethod::observe(const LayerCapture& cached, const PassChunk& chunk,
                           const PassLayerView& rows, ExtraPassResult& result) const {
-  const bool bf16 = cached.model_is_bf16;
   const bool plus = params_.variant == KvzipVariant::kvzip_plus;
-  const int heads = cached.num_heads, kv_heads = cached.num_kv_heads, d = cached.head_dim;
-  const int group = cached.group_size();
-  const int rows_count = rows.num_tokens;
-  const int sink = std::min(params_.n_sink, chunk.first);
-  const int context = chunk.end - chunk.first;
-  const int columns = sink + context + rows_count;
-  if (chunk.first < 0 || chunk.end > cached.length || context < 0 ||
-      rows.queries.size() != to_size(rows_count) * to_size(heads) * to_size(d) ||
-      rows.keys.size() != to_size(rows_count) * to_size(kv_heads) * to_size(d) ||
-      rows.values.size() != rows.keys.size() ||
-      (plus && rows.attention_input.size() != to_size(rows_count) * to_size(cached.hidden_size))) {
-    throw std::invalid_argument("kvzip: the reconstruction pass's rows of layer " +
+  if (!plus) {
+    fold_reconstruction_attention(
+        cached, chunk, rows, params_.n_sink, [](int, int, int, float a) { return a; }, name(),
+        result);
+    return;
+  }
+  // KVzip+: a / ‖x_t‖ · ‖W_O^{(h)} v_j‖, each product rounded as kvpress's bf16 tensors are.
+  const bool bf16 = cached.model_is_bf16;
+  const std::size_t hidden = to_size(cached.hidden_size);
+  if (rows.attention_input.size() != to_size(rows.num_tokens) * hidden) {
+    throw std::invalid_argument(name() + ": the reconstruction pass's rows of layer " +
                                 std::to_string(cached.layer) + " do not match the capture");
   }
-  if (plus && cached.o_proj.size() != to_size(cached.hidden_size) * to_size(heads) * to_size(d)) {
-    throw std::invalid_argument("kvzip_plus: layer " + std::to_string(cached.layer) +
-                                " has no o_proj of shape [hidden, heads·head_dim]");
+  std::vector<float> inverse_norm(to_size(rows.num_tokens));
+  for (int t = 0; t < rows.num_tokens; ++t) {
+    const float norm = maybe_bf16(
+        reconstruction_l2_norm(rows.attention_input.data() + to_size(t) * hidden, hidden), bf16);
+    inverse_norm[to_size(t)] = maybe_bf16(1.0f / norm, bf16);
   }
-  const float sqrt_d = static_cast<float>(std::sqrt(static_cast<double>(d)));
-
-  // Column c of the subset: sink keys, the chunk's cached keys, the chunk's own keys.
-  const auto key_row = [&](int kv_head, int c) -> const float* {
-    if (c < sink) return cached.keys[to_size(kv_head)].data() + to_size(c) * to_size(d);
-    if (c < sink + context) {
-      return cached.keys[to_size(kv_head)].data() + to_size(chunk.first + c - sink) * to_size(d);
-    }
-    const int t = c - sink - context;
-    return rows.keys.data() + (to_size(t) * to_size(kv_heads) + to_size(kv_head)) * to_size(d);
-  };
-
-  // KVzip+: 1/‖x_t‖ per row, ‖W_O^{(h)} v_j‖ per query head and chunk column.
-  std::vector<float> inverse_norm;
-  std::vector<float> value_norm;  // [H, context]
-  if (plus) {
-    const std::size_t hidden = to_size(cached.hidden_size);
-    inverse_norm.resize(to_size(rows_count));
-    for (int t = 0; t < rows_count; ++t) {
-      const float norm =
-          maybe_bf16(l2_norm(rows.attention_input.data() + to_size(t) * hidden, hidden), bf16);
-      inverse_norm[to_size(t)] = maybe_bf16(1.0f / norm, bf16);
-    }
-    value_norm.resize(to_size(heads) * to_size(context));
-#pragma omp parallel for schedule(static) if (heads > 1 && context > 64)
-    for (int h = 0; h < heads; ++h) {
-      const int g = h / group;
-      for (int j = 0; j < context; ++j) {
-        const float* v = cached.values[to_size(g)].data() + to_size(chunk.first + j) * to_size(d);
-        value_norm[to_size(h) * to_size(context) + to_size(j)] =
-            value_output_norm(cached, h, v, bf16);
-      }
-    }
-  }
-
-  // Per query head: the max over the chunk's rows of its weight on each chunk column (query heads
-  // run in parallel, each writing only its own row of head_best).
-  std::vector<float> head_best(to_size(heads) * to_size(context),
-                               -std::numeric_limits<float>::infinity());
-#pragma omp parallel for schedule(dynamic, 1) if (heads > 1 && rows_count * columns > 4096)
-  for (int h = 0; h < heads; ++h) {
-    const int g = h / group;
-    std::vector<float> logits(to_size(columns));
-    float* best = head_best.data() + to_size(h) * to_size(context);
-    for (int t = 0; t < rows_count; ++t) {
-      const float* q =
-          rows.queries.data() + (to_size(t) * to_size(heads) + to_size(h)) * to_size(d);
-      // Row t sees the sink and chunk columns and its own tokens up to itself.
-      const int visible = sink + context + t + 1;
-      float top = -std::numeric_limits<float>::infinity();
-      for (int c = 0; c < visible; ++c) {
-        const float s = maybe_bf16(maybe_bf16(dot(q, key_row(g, c), d), bf16) / sqrt_d, bf16);
-        logits[to_size(c)] = s;
-        top = std::max(top, s);
-      }
-      double sum = 0.0;
-      for (int c = 0; c < visible; ++c) {
-        const float e = std::exp(logits[to_size(c)] - top);
-        logits[to_size(c)] = e;
-        sum += static_cast<double>(e);
-      }
-      const float inverse_sum = 1.0f / static_cast<float>(sum);
-      for (int j = 0; j < context; ++j) {
-        float a = maybe_bf16(logits[to_size(sink + j)] * inverse_sum, bf16);
-        if (plus) {
-          a = maybe_bf16(a * inverse_norm[to_size(t)], bf16);
-          a = maybe_bf16(a * value_norm[to_size(h) * to_size(context) + to_size(j)], bf16);
-        }
-        best[j] = std::max(best[j], a);
-      }
-    }
-  }
-  // Max over the query heads of each KV group.
-  for (int g = 0; g < kv_heads; ++g) {
-    for (int j = 0; j < context; ++j) {
-      float score = -std::numeric_limits<float>::infinity();
-      for (int h = g * group; h < (g + 1) * group; ++h)
-        score = std::max(score, head_best[to_size(h) * to_size(context) + to_size(j)]);
-      result.at(cached.layer, g, chunk.first + j) = score;
-    }
-  }
+  const int context = chunk.end - chunk.first;
+  const std::vector<float> value_norm = chunk_value_output_norms(cached, chunk, name());
+  fold_reconstruction_attention(
+      cached, chunk, rows, params_.n_sink,
+      [&](int h, int t, int j, float a) {
+        a = maybe_bf16(a * inverse_norm[to_size(t)], bf16);
+        return maybe_bf16(a * value_norm[to_size(h) * to_size(context) + to_size(j)], bf16);
+      },
+      name(), result);
 }
 
 Selection KvzipMethod::select_from_scores(const ExtraPassResult& pass, double compression,
@@ -264,10 +164,16 @@ Selection KvzipMethod::select_from_scores(const ExtraPassResult& pass, double co
 
 Selection KvzipMethod::select(std::span<const LayerCapture> layers, const Budget& budget,
                               const SelectionContext& context) const {
-  const int length = check_layers(layers, name());
+  return select_named(layers, budget, context, name());
+}
+
+Selection KvzipMethod::select_named(std::span<const LayerCapture> layers, const Budget& budget,
+                                    const SelectionContext& context,
+                                    const std::string& method) const {
+  const int length = check_layers(layers, method);
   const ExtraPassResult* pass = context.extra_pass;
   if (pass == nullptr) {
-    throw std::invalid_argument(name() +
+    throw std::invalid_argument(method +
                                 ": no reconstruction-pass result (the unit runner runs the "
                                 "method's extra pass before select)");
   }
@@ -275,10 +181,10 @@ Selection KvzipMethod::select(std::span<const LayerCapture> layers, const Budget
       pass->num_kv_heads != layers.front().num_kv_heads || pass->length != length ||
       pass->scores.size() !=
           to_size(pass->num_layers) * to_size(pass->num_kv_heads) * to_size(pass->length)) {
-    throw std::invalid_argument(name() + ": the reconstruction-pass result has another shape");
+    throw std::invalid_argument(method + ": the reconstruction-pass result has another shape");
   }
   if (!(budget.compression >= 0.0 && budget.compression < 1.0)) {
-    throw std::invalid_argument(name() + ": compression " + std::to_string(budget.compression) +
+    throw std::invalid_argument(method + ": compression " + std::to_string(budget.compression) +
                                 " is outside [0, 1)");
   }
   return select_from_scores(*pass, budget.compression, layers.front().model_is_bf16);

@@ -74,6 +74,11 @@ class KvzipMethod final : public Method, public ExtraPass {
   Selection select_from_scores(const ExtraPassResult& scores, double compression,
                                bool model_is_bf16) const;
 
+  // select() under another method's name (KVgrad reuses this selection): the capture and
+  // pass-result checks, with messages naming `method`, then select_from_scores.
+  Selection select_named(std::span<const LayerCapture> layers, const Budget& budget,
+                         const SelectionContext& context, const std::string& method) const;
+
   const KvzipParams& params() const { return params_; }
 
  private:

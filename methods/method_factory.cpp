@@ -32,6 +32,7 @@
 #include "methods/keydiff.h"
 #include "methods/knorm.h"
 #include "methods/kvcompose.h"
+#include "methods/kvgrad.h"
 #include "methods/kvzap.h"
 #include "methods/kvzip.h"
 #include "methods/lacache.h"
@@ -170,6 +171,8 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
           return std::make_unique<SimLayerKvMethod>(p);
         } else if constexpr (std::is_same_v<P, KvzipParams>) {
           return std::make_unique<KvzipMethod>(p);
+        } else if constexpr (std::is_same_v<P, KvgradParams>) {
+          return std::make_unique<KvgradMethod>(p);
         } else if constexpr (std::is_same_v<P, CakeParams>) {
           return std::make_unique<CakeMethod>(p);
         } else if constexpr (std::is_same_v<P, SqueezeAttentionParams>) {

@@ -202,6 +202,14 @@ struct KvzipParams {
   int chunk_size = 2048;   // context tokens reconstructed per pass
 };
 
+// KVgrad (methods/kvgrad.h, kvpress KVgradPress): KVzip's reconstruction pass weighted by the
+// gradient of the chunk's squared last hidden states.
+struct KvgradParams {
+  bool layerwise = false;  // the same share pruned in every layer (else one top-k over all layers)
+  int n_sink = 4;          // first positions always kept (and the sink keys of the reconstruction)
+  int chunk_size = 512;    // context tokens reconstructed (and back-propagated) per pass
+};
+
 // Wrappers of group "wrappers" (kvpress 0.5.5 PerLayerCompressionPress, ComposedPress,
 // KeyRerotationPress, ChunkPress, EntropyGatedChunkKVPress, CriticalAdaKVPress). List parameters
 // are TOML arrays in the manifest (methods/catalog.h ParamType::real_list, method_ref_list).
@@ -377,7 +385,8 @@ using MethodParams = std::variant<
     BlockParams,
     RkvParams,
     KvzapParams,
-    DmsParams
+    DmsParams,
+    KvgradParams
     // to add one, insert ",\n    NewParams" right before this comment line
     >;
 // clang-format on

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "runners/cpu/attention.h"
+#include "runners/cpu/attention_output_gradients.h"
 #include "runners/cpu/cpu_prefill_capture.h"
 #include "runners/cpu/elementwise.h"
 #include "runners/cpu/embedding.h"
@@ -154,9 +155,30 @@ class PassObserverAdapter final : public PrefillObserver {
 
 void CpuModel::observed_pass(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
                              methods::PassObserver& observer) {
-  PassObserverAdapter adapter(observer);
-  (void)prefill(unit::own_cache<SequenceState>(&cache, 0, "CpuModel"), tokens, LogitRows::none,
-                &adapter);
+  SequenceState& state = unit::own_cache<SequenceState>(&cache, 0, "CpuModel");
+  if (!observer.wants_attention_output_gradients()) {
+    PassObserverAdapter adapter(observer);
+    (void)prefill(state, tokens, LogitRows::none, &adapter);
+    return;
+  }
+  // KVgrad: the forward with its activations recorded, the backward, then each layer's view with
+  // its gradient norms.
+  GradientPassRecorder record;
+  (void)prefill(state, tokens, LogitRows::none, &record);
+  const std::vector<std::vector<float>> norms =
+      attention_output_gradient_norms(weights_, record, state.kv_cache());
+  for (std::size_t layer = 0; layer < record.layers().size(); ++layer) {
+    const GradientPassLayer& act = record.layers()[layer];
+    methods::PassLayerView rows;
+    rows.layer = static_cast<int>(layer);
+    rows.num_tokens = record.num_tokens();
+    rows.queries = act.queries;
+    rows.keys = act.keys;
+    rows.values = act.values;
+    rows.attention_input = act.attention_input;
+    rows.attention_output_gradient_norms = norms[layer];
+    observer.on_layer(rows);
+  }
 }
 
 namespace {

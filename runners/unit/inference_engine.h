@@ -229,7 +229,9 @@ class InferenceEngine {
   // A method's extra pass (methods/extra_pass.h): runs `tokens` on top of `cache` as prefill
   // does (appending them; no logits) and calls `observer` once per layer, in order, with the
   // rows' post-RoPE queries, keys, values and attention input, after the layer's keys and values
-  // are in the cache and before its attention. The default refuses: it throws
+  // are in the cache and before its attention (an observer that wants_attention_output_gradients
+  // — KVgrad — is called after the forward and a backward pass instead, with the gradient norms;
+  // the CPU engine only). The default refuses: it throws
   // std::invalid_argument naming the device (the CUDA engine has no such pass yet).
   virtual void observed_pass(SequenceCache& cache, std::span<const std::int32_t> tokens,
                              methods::PassObserver& observer);

@@ -233,6 +233,9 @@ class ExtraPassFold final : public methods::PassObserver {
   void on_layer(const methods::PassLayerView& view) override {
     pass_.observe(layers_[static_cast<std::size_t>(view.layer)], chunk_, view, result_);
   }
+  bool wants_attention_output_gradients() const override {
+    return pass_.needs_attention_output_gradients();
+  }
 
  private:
   const methods::ExtraPass& pass_;

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "methods/extra_pass.h"
 #include "methods/method_factory.h"
 #include "runners/model/formats/load_weights.h"
 
@@ -32,6 +33,23 @@ inline std::unique_ptr<Method> method_of_golden(const nlohmann::json& m) {
     }
   }
   return make_method(c);
+}
+
+// Methods with an extra forward pass (KVzip, KVgrad): the reconstruction prompt's ids kvpress used,
+// which the golden module recorded as the note "kvzip pass_prompt: {json}" (tools/golden/
+// kvpress_groups/kvzip.py: the tiny models have no tokenizer, so kvpress ran with a stand-in);
+// empty when the document has none.
+inline PassPrompt recorded_pass_prompt(const nlohmann::json& golden) {
+  const std::string prefix = "kvzip pass_prompt: ";
+  for (const auto& note : golden.at("notes")) {
+    const std::string text = note.get<std::string>();
+    if (!text.starts_with(prefix)) continue;
+    const nlohmann::json ids = nlohmann::json::parse(text.substr(prefix.size()));
+    return {ids.at("prefix_length").get<int>(), ids.at("suffix").get<std::vector<std::int32_t>>(),
+            ids.at("repeat_first").get<std::vector<std::int32_t>>(),
+            ids.at("repeat_next").get<std::vector<std::int32_t>>()};
+  }
+  return {};
 }
 
 // golden["prompts"]: id -> token ids.

@@ -34,15 +34,6 @@ KvcomposeParams params(bool structured = true,
   return p;
 }
 
-ExtraPassResult empty_result(int layers, int heads, int length) {
-  ExtraPassResult r;
-  r.num_layers = layers;
-  r.num_kv_heads = heads;
-  r.length = length;
-  r.scores.assign(static_cast<std::size_t>(layers * heads * length), 0.0f);
-  return r;
-}
-
 TEST(Kvcompose, ThePassIsOneChunkRepeatingTheCachedTokens) {
   const KvcomposeMethod m(params());
   const std::vector<std::int32_t> cached = {10, 11, 12};
@@ -88,7 +79,7 @@ struct PassRows {
 TEST(Kvcompose, TaskMaxGroupMeanOfTheRepeatedRowsAttention) {
   const OwnedLayer o = tiny_layer();
   const KvcomposeMethod m(params());
-  ExtraPassResult r = empty_result(1, 1, 3);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
   const PassRows rows;
   m.observe(o.view(), PassChunk{{}, 0, 3}, rows.view(), r);
   // max over rows: head 0 (1/5, 2/7, 3/7), head 1 (1/4, 1/4, 1/4); mean over the two heads:
@@ -101,7 +92,7 @@ TEST(Kvcompose, TaskMaxGroupMeanOfTheRepeatedRowsAttention) {
 TEST(Kvcompose, TaskMeanGroupMax) {
   const OwnedLayer o = tiny_layer();
   const KvcomposeMethod m(params(true, KvcomposeAggregation::mean, KvcomposeAggregation::max));
-  ExtraPassResult r = empty_result(1, 1, 3);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
   const PassRows rows;
   m.observe(o.view(), PassChunk{{}, 0, 3}, rows.view(), r);
   // mean over rows: head 0 ((1/7 + 1/5)/2, (2/7 + 1/5)/2, (3/7 + 1/5)/2) = (6/35, 17/70, 11/35);
@@ -124,7 +115,7 @@ TEST(Kvcompose, Bf16RoundsTheAttentionWeightsAndTheRowSums) {
   {
     // max over rows and heads: position 1 max(w1, 1/5, 1/4, 1/5) = w1, position 2 w2.
     const KvcomposeMethod m(params(true, KvcomposeAggregation::max, KvcomposeAggregation::max));
-    ExtraPassResult r = empty_result(1, 1, 3);
+    ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
     m.observe(o.view(), PassChunk{{}, 0, 3}, rows.view(), r);
     EXPECT_EQ(r.at(0, 0, 1), w1);
     EXPECT_NE(w1, static_cast<float>(std::exp(-0.5) / sum));  // the rounding is visible
@@ -134,7 +125,7 @@ TEST(Kvcompose, Bf16RoundsTheAttentionWeightsAndTheRowSums) {
     // mean over rows: head 0 position 2 = bf16(w2 + bf16(1/5)) / bf16(2) ≈ 0.31 (the bf16 tensor's
     // sum is rounded), above head 1's (1/4 + 1/5)/2 ≈ 0.23; max over the heads.
     const KvcomposeMethod m(params(true, KvcomposeAggregation::mean, KvcomposeAggregation::max));
-    ExtraPassResult r = empty_result(1, 1, 3);
+    ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
     m.observe(o.view(), PassChunk{{}, 0, 3}, rows.view(), r);
     EXPECT_EQ(r.at(0, 0, 2), round_to_bf16(w2 + round_to_bf16(0.2f)) / 2.0f);
   }
@@ -160,7 +151,7 @@ TEST(Kvcompose, ValueNormAndMeanAcrossHeads) {
   o.values[0] = {3, 4, 0, 1};
   o.values[1] = {1, 0, 0, 2};
   const std::vector<LayerCapture> layers = {o.view()};
-  ExtraPassResult pass = empty_result(1, 2, 2);
+  ExtraPassResult pass = testing::empty_pass_result(1, 2, 2);
   pass.scores = {1, 2, 3, 0};
   KvcomposeParams p;  // add_mean_across_heads only (the default)
   // mean over heads (2, 1): s_0 = (3, 3), s_1 = (5, 1).
@@ -252,19 +243,19 @@ TEST(Kvcompose, SelectReadsThePassAndRefusesWhatDoesNotFit) {
   KvcomposeParams p = params();
   p.add_mean_across_heads = false;  // the pass's scores are the toy's token scores
   const KvcomposeMethod m(p);
-  ExtraPassResult pass = empty_result(2, 2, 4);
+  ExtraPassResult pass = testing::empty_pass_result(2, 2, 4);
   pass.scores = kToy;
   const Selection s = m.select(layers, {.compression = 0.5}, {.extra_pass = &pass});
   EXPECT_EQ(s.kept[0], (Kept{{0, 1}, {2, 3}}));
   EXPECT_EQ(s.kept[1], (Kept{{0, 1}, {2, 3}}));
   EXPECT_THROW(m.select(layers, {.compression = 0.5}, {}), std::invalid_argument);
-  const ExtraPassResult wrong = empty_result(1, 2, 4);
+  const ExtraPassResult wrong = testing::empty_pass_result(1, 2, 4);
   EXPECT_THROW(m.select(layers, {.compression = 0.5}, {.extra_pass = &wrong}),
                std::invalid_argument);
   EXPECT_THROW(m.select(layers, {.compression = 1.0}, {.extra_pass = &pass}),
                std::invalid_argument);
   // observe() refuses a chunk that is not the whole cache.
-  ExtraPassResult r = empty_result(1, 1, 3);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
   const PassRows rows;
   EXPECT_THROW(m.observe(tiny_layer().view(), PassChunk{{}, 1, 3}, rows.view(), r),
                std::invalid_argument);

@@ -23,6 +23,7 @@ namespace {
 
 using Kept = std::vector<std::vector<std::int32_t>>;
 using testing::OwnedLayer;
+using testing::PassRows;
 
 KvzipParams params(int n_sink = 4, bool layerwise = false,
                    KvzipVariant variant = KvzipVariant::kvzip, int chunk_size = 2048) {
@@ -96,29 +97,6 @@ OwnedLayer tiny_layer(bool bf16 = false) {
   return o;
 }
 
-struct PassRows {
-  std::vector<float> queries, keys, values, input;  // [T, H, 1], [T, 1, 1], [T, 1, 1], [T, 2]
-  PassLayerView view(int layer = 0) const {
-    PassLayerView v;
-    v.layer = layer;
-    v.num_tokens = static_cast<int>(keys.size());
-    v.queries = queries;
-    v.keys = keys;
-    v.values = values;
-    v.attention_input = input;
-    return v;
-  }
-};
-
-ExtraPassResult empty_result(int layers, int heads, int length) {
-  ExtraPassResult r;
-  r.num_layers = layers;
-  r.num_kv_heads = heads;
-  r.length = length;
-  r.scores.assign(static_cast<std::size_t>(layers * heads * length), 0.0f);
-  return r;
-}
-
 TEST(Kvzip, ScoreIsTheMaxOverRowsAndGroupOfTheSoftmaxOverSinksChunkAndOwnRows) {
   const OwnedLayer o = tiny_layer();
   const KvzipMethod m(params());
@@ -126,7 +104,7 @@ TEST(Kvzip, ScoreIsTheMaxOverRowsAndGroupOfTheSoftmaxOverSinksChunkAndOwnRows) {
   // ln 100 (a row must not see a later row: with it row 0's weights would shrink 100-fold).
   PassRows rows{{1, 0, 0, 0}, {0, std::log(100.0f)}, {0, 0}, {0, 0, 0, 0}};
   PassChunk chunk{{}, 0, 3};
-  ExtraPassResult r = empty_result(1, 1, 3);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
   m.observe(o.view(), chunk, rows.view(), r);
   // Head 0 row 0: exp (1, 2, 3 | own 1) / 7. Row 1: all logits 0 over 5 columns → 1/5.
   // Head 1: 1/4 (row 0), 1/5 (row 1). Max per position: max(1/7, 1/4) = 1/4, 2/7, 3/7.
@@ -140,7 +118,7 @@ TEST(Kvzip, TheSoftmaxRunsOverTheSinksAndTheChunkOnly) {
   const OwnedLayer o = tiny_layer();
   const KvzipMethod m(params(1));
   PassRows rows{{1, 0}, {0}, {0}, {0, 0}};
-  ExtraPassResult r = empty_result(1, 1, 3);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
   m.observe(o.view(), PassChunk{{}, 2, 3}, rows.view(), r);
   // Head 0: exp (1, 3, 1) → 3/5 (over all cached keys it would be 3/7); head 1: 1/3.
   EXPECT_NEAR(r.at(0, 0, 2), 0.6f, 1e-6f);
@@ -154,7 +132,7 @@ TEST(Kvzip, PlusDividesByTheRowNormAndMultipliesByTheValueOutputNorm) {
   // One row, x = (3, 4): 1/‖x‖ = 0.2. Head 0 weights (1, 2, 3)/7 × 0.2 × 5·|v| = (1, 4, 3)/7;
   // head 1: 1/4 × 0.2 × |v| = (0.05, 0.1, 0.05). Max: 1/7, 4/7, 3/7.
   PassRows rows{{1, 0}, {0}, {0}, {3, 4}};
-  ExtraPassResult r = empty_result(1, 1, 3);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
   m.observe(o.view(), PassChunk{{}, 0, 3}, rows.view(), r);
   EXPECT_NEAR(r.at(0, 0, 0), 1.0f / 7.0f, 1e-6f);
   EXPECT_NEAR(r.at(0, 0, 1), 4.0f / 7.0f, 1e-6f);
@@ -165,7 +143,7 @@ TEST(Kvzip, Bf16ModelsRoundTheWeights) {
   const OwnedLayer o = tiny_layer(/*bf16=*/true);
   const KvzipMethod m(params());
   PassRows rows{{1, 0}, {0}, {0}, {0, 0}};
-  ExtraPassResult r = empty_result(1, 1, 3);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
   m.observe(o.view(), PassChunk{{}, 0, 3}, rows.view(), r);
   // bf16 logits: ln 2 → 0.69140625, ln 3 → 1.1015625; exp → 1, 1.99650, 3.00887 and the own
   // key's 1: p = 3.00887 / 7.00537 = 0.429509, rounded to the bf16 0.4296875. (Unrounded logits
@@ -177,14 +155,14 @@ TEST(Kvzip, RowsOfAnotherShapeAreRefused) {
   const OwnedLayer o = tiny_layer();
   const KvzipMethod m(params());
   PassRows rows{{1}, {0}, {0}, {0, 0}};  // one query for two heads
-  ExtraPassResult r = empty_result(1, 1, 3);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
   EXPECT_THROW(m.observe(o.view(), PassChunk{{}, 0, 3}, rows.view(), r), std::invalid_argument);
 }
 
 // Two layers, one KV head, L = 5, n_sink = 1.
 //   layer 0: (0, 0.9, 0.8, 0.7, 0.6), layer 1: (0, 0.1, 0.2, 0.3, 0.4); the sinks get 0.9 + 1.
 ExtraPassResult two_layer_scores() {
-  ExtraPassResult r = empty_result(2, 1, 5);
+  ExtraPassResult r = testing::empty_pass_result(2, 1, 5);
   r.scores = {0, 0.9f, 0.8f, 0.7f, 0.6f, 0, 0.1f, 0.2f, 0.3f, 0.4f};
   return r;
 }
@@ -214,7 +192,7 @@ TEST(Kvzip, LayerwiseBudgetPrunesTheSameCountInEveryLayer) {
 TEST(Kvzip, HeadsOfALayerCompeteAndSinksAreTheGlobalMaxPlusOne) {
   // One layer, Hkv = 2, L = 4, n_sink = 2. Head 0 (0.5, 0.5, 0.3, 0.2), head 1 (0.1, 0, 0.9,
   // 0.05): the sinks of both heads become 1.9, so head 1's zero sink survives.
-  ExtraPassResult r = empty_result(1, 2, 4);
+  ExtraPassResult r = testing::empty_pass_result(1, 2, 4);
   r.scores = {0.5f, 0.5f, 0.3f, 0.2f, 0.1f, 0.0f, 0.9f, 0.05f};
   const KvzipMethod m(params(2));
   // cr 0.25 → int(2.0) = 2 pruned: 0.05 (head 1) and 0.2 (head 0).
@@ -227,7 +205,7 @@ TEST(Kvzip, HeadsOfALayerCompeteAndSinksAreTheGlobalMaxPlusOne) {
 TEST(Kvzip, SinksOutrankTheBestScore) {
   // L = 4, n_sink = 1: (0, 0.9, 0.5, 0.3); cr 0.75 → int(3.0) = 3 pruned, one kept: the sink
   // (0.9 + 1 = 1.9), not position 1.
-  ExtraPassResult r = empty_result(1, 1, 4);
+  ExtraPassResult r = testing::empty_pass_result(1, 1, 4);
   r.scores = {0.0f, 0.9f, 0.5f, 0.3f};
   EXPECT_EQ(KvzipMethod(params(1)).select_from_scores(r, 0.75, false).kept[0], (Kept{{0}}));
   // n_sink = 0: nothing is protected.
@@ -239,7 +217,7 @@ TEST(Kvzip, SelectNeedsThePassResultOfItsShape) {
   const KvzipMethod m(params(1));
   const std::vector<LayerCapture> layers = {o.view(), o.view()};
   EXPECT_THROW(m.select(layers, {.compression = 0.5}, {}), std::invalid_argument);
-  const ExtraPassResult wrong = empty_result(1, 1, 5);
+  const ExtraPassResult wrong = testing::empty_pass_result(1, 1, 5);
   EXPECT_THROW(m.select(layers, {.compression = 0.5}, {.extra_pass = &wrong}),
                std::invalid_argument);
   const ExtraPassResult right = two_layer_scores();

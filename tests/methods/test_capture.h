@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "methods/extra_pass.h"
 #include "methods/layer_capture.h"
 #include "methods/method.h"
 
@@ -79,5 +80,30 @@ class FixedScorer : public Scorer {
  private:
   std::vector<float> table_;
 };
+
+// One layer of an extra pass's chunk (PassLayerView), owned: token-major rows.
+struct PassRows {
+  std::vector<float> queries, keys, values, input;  // [T, H, d], [T, Hkv, d], [T, Hkv, d], [T, D]
+  PassLayerView view(int layer = 0) const {
+    PassLayerView v;
+    v.layer = layer;
+    v.num_tokens = static_cast<int>(keys.size());
+    v.queries = queries;
+    v.keys = keys;
+    v.values = values;
+    v.attention_input = input;
+    return v;
+  }
+};
+
+// An ExtraPassResult of the given shape with every score 0.
+inline ExtraPassResult empty_pass_result(int layers, int heads, int length) {
+  ExtraPassResult r;
+  r.num_layers = layers;
+  r.num_kv_heads = heads;
+  r.length = length;
+  r.scores.assign(static_cast<std::size_t>(layers * heads * length), 0.0f);
+  return r;
+}
 
 }  // namespace kvaudit::methods::testing

@@ -1,0 +1,147 @@
+// The reconstruction attention of KVzip and KVgrad; see reconstruction_attention.h.
+#include "methods/reconstruction_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <stdexcept>
+
+#include "methods/bf16_rounding.h"
+
+namespace kvaudit::methods {
+namespace {
+
+std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
+
+// ‖W_O^{(h)} v‖₂: v [d] through query head h's columns of o_proj [D, H·d].
+float value_output_norm(const LayerCapture& layer, int head, const float* value, bool bf16) {
+  const std::size_t d = to_size(layer.head_dim);
+  const std::size_t width = to_size(layer.num_heads) * d;
+  double sum = 0.0;
+  for (std::size_t row = 0; row < to_size(layer.hidden_size); ++row) {
+    const float* w = layer.o_proj.data() + row * width + to_size(head) * d;
+    const float out = maybe_bf16(reconstruction_dot(w, value, layer.head_dim), bf16);
+    sum += static_cast<double>(out) * static_cast<double>(out);
+  }
+  return maybe_bf16(static_cast<float>(std::sqrt(sum)), bf16);
+}
+
+}  // namespace
+
+float reconstruction_dot(const float* x, const float* y, int d) {
+  double sum = 0.0;
+  for (int i = 0; i < d; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(y[i]);
+  return static_cast<float>(sum);
+}
+
+float reconstruction_l2_norm(const float* x, std::size_t n) {
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return static_cast<float>(std::sqrt(sum));
+}
+
+std::vector<float> chunk_value_output_norms(const LayerCapture& cached, const PassChunk& chunk,
+                                            const std::string& method) {
+  const int heads = cached.num_heads, d = cached.head_dim, group = cached.group_size();
+  if (cached.o_proj.size() != to_size(cached.hidden_size) * to_size(heads) * to_size(d)) {
+    throw std::invalid_argument(method + ": layer " + std::to_string(cached.layer) +
+                                " has no o_proj of shape [hidden, heads·head_dim]");
+  }
+  const int context = chunk.end - chunk.first;
+  if (chunk.first < 0 || chunk.end > cached.length || context < 0 ||
+      cached.values.size() != to_size(cached.num_kv_heads)) {
+    throw std::invalid_argument(method + ": the reconstruction chunk [" +
+                                std::to_string(chunk.first) + ", " + std::to_string(chunk.end) +
+                                ") does not fit layer " + std::to_string(cached.layer) +
+                                "'s capture");
+  }
+  std::vector<float> norms(to_size(heads) * to_size(context));
+#pragma omp parallel for schedule(static) if (heads > 1 && context > 64)
+  for (int h = 0; h < heads; ++h) {
+    const int g = h / group;
+    for (int j = 0; j < context; ++j) {
+      const float* v = cached.values[to_size(g)].data() + to_size(chunk.first + j) * to_size(d);
+      norms[to_size(h) * to_size(context) + to_size(j)] =
+          value_output_norm(cached, h, v, cached.model_is_bf16);
+    }
+  }
+  return norms;
+}
+
+void fold_reconstruction_attention(const LayerCapture& cached, const PassChunk& chunk,
+                                   const PassLayerView& rows, int n_sink,
+                                   const ReconstructionWeight& weight, const std::string& method,
+                                   ExtraPassResult& result) {
+  const bool bf16 = cached.model_is_bf16;
+  const int heads = cached.num_heads, kv_heads = cached.num_kv_heads, d = cached.head_dim;
+  const int group = cached.group_size();
+  const int rows_count = rows.num_tokens;
+  const int sink = std::min(n_sink, chunk.first);
+  const int context = chunk.end - chunk.first;
+  const int columns = sink + context + rows_count;
+  if (chunk.first < 0 || chunk.end > cached.length || context < 0 ||
+      rows.queries.size() != to_size(rows_count) * to_size(heads) * to_size(d) ||
+      rows.keys.size() != to_size(rows_count) * to_size(kv_heads) * to_size(d) ||
+      rows.values.size() != rows.keys.size()) {
+    throw std::invalid_argument(method + ": the reconstruction pass's rows of layer " +
+                                std::to_string(cached.layer) + " do not match the capture");
+  }
+  const float sqrt_d = static_cast<float>(std::sqrt(static_cast<double>(d)));
+
+  // Column c of the subset: sink keys, the chunk's cached keys, the chunk's own keys.
+  const auto key_row = [&](int kv_head, int c) -> const float* {
+    if (c < sink) return cached.keys[to_size(kv_head)].data() + to_size(c) * to_size(d);
+    if (c < sink + context) {
+      return cached.keys[to_size(kv_head)].data() + to_size(chunk.first + c - sink) * to_size(d);
+    }
+    const int t = c - sink - context;
+    return rows.keys.data() + (to_size(t) * to_size(kv_heads) + to_size(kv_head)) * to_size(d);
+  };
+
+  // Per query head: the max over the chunk's rows of its weight on each chunk column (query heads
+  // run in parallel, each writing only its own row of head_best).
+  std::vector<float> head_best(to_size(heads) * to_size(context),
+                               -std::numeric_limits<float>::infinity());
+#pragma omp parallel for schedule(dynamic, 1) if (heads > 1 && rows_count * columns > 4096)
+  for (int h = 0; h < heads; ++h) {
+    const int g = h / group;
+    std::vector<float> logits(to_size(columns));
+    float* best = head_best.data() + to_size(h) * to_size(context);
+    for (int t = 0; t < rows_count; ++t) {
+      const float* q =
+          rows.queries.data() + (to_size(t) * to_size(heads) + to_size(h)) * to_size(d);
+      // Row t sees the sink and chunk columns and its own tokens up to itself.
+      const int visible = sink + context + t + 1;
+      float top = -std::numeric_limits<float>::infinity();
+      for (int c = 0; c < visible; ++c) {
+        const float s =
+            maybe_bf16(maybe_bf16(reconstruction_dot(q, key_row(g, c), d), bf16) / sqrt_d, bf16);
+        logits[to_size(c)] = s;
+        top = std::max(top, s);
+      }
+      double sum = 0.0;
+      for (int c = 0; c < visible; ++c) {
+        const float e = std::exp(logits[to_size(c)] - top);
+        logits[to_size(c)] = e;
+        sum += static_cast<double>(e);
+      }
+      const float inverse_sum = 1.0f / static_cast<float>(sum);
+      for (int j = 0; j < context; ++j) {
+        const float a = maybe_bf16(logits[to_size(sink + j)] * inverse_sum, bf16);
+        best[j] = std::max(best[j], weight(h, t, j, a));
+      }
+    }
+  }
+  // Max over the query heads of each KV group.
+  for (int g = 0; g < kv_heads; ++g) {
+    for (int j = 0; j < context; ++j) {
+      float score = -std::numeric_limits<float>::infinity();
+      for (int h = g * group; h < (g + 1) * group; ++h)
+        score = std::max(score, head_best[to_size(h) * to_size(context) + to_size(j)]);
+      result.at(cached.layer, g, chunk.first + j) = score;
+    }
+  }
+}
+
+}  // namespace kvaudit::methods
