@@ -49,14 +49,14 @@ void KvgradMethod::observe(const LayerCapture& cached, const PassChunk& chunk,
   const std::span<const float> gradient_norm = rows.attention_output_gradient_norms;
   fold_reconstruction_attention(
       cached, chunk, rows, params_.n_sink,
-      [&](int h, int t, int j, float a) {
-        const float weighted = maybe_bf16(
-            a * value_norm[static_cast<std::size_t>(h) * static_cast<std::size_t>(context) +
-                           static_cast<std::size_t>(j)],
-            bf16);
+      [&](int h, int t, std::span<float> a) {
+        const float* norms =
+            value_norm.data() + static_cast<std::size_t>(h) * static_cast<std::size_t>(context);
+        const float gradient = gradient_norm[static_cast<std::size_t>(t)];
         // f32 gradient norm; kvpress stores the product in score_val's dtype (bf16 rounding is
         // monotone, so rounding before the max equals rounding after it).
-        return maybe_bf16(weighted * gradient_norm[static_cast<std::size_t>(t)], bf16);
+        for (std::size_t j = 0; j < a.size(); ++j)
+          a[j] = maybe_bf16(maybe_bf16(a[j] * norms[j], bf16) * gradient, bf16);
       },
       name(), result);
 }

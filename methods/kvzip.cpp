@@ -78,8 +78,7 @@ void KvzipMethod::observe(const LayerCapture& cached, const PassChunk& chunk,
   const bool plus = params_.variant == KvzipVariant::kvzip_plus;
   if (!plus) {
     fold_reconstruction_attention(
-        cached, chunk, rows, params_.n_sink, [](int, int, int, float a) { return a; }, name(),
-        result);
+        cached, chunk, rows, params_.n_sink, [](int, int, std::span<float>) {}, name(), result);
     return;
   }
   // KVzip+: a / ‖x_t‖ · ‖W_O^{(h)} v_j‖, each product rounded as kvpress's bf16 tensors are.
@@ -99,9 +98,12 @@ void KvzipMethod::observe(const LayerCapture& cached, const PassChunk& chunk,
   const std::vector<float> value_norm = chunk_value_output_norms(cached, chunk, name());
   fold_reconstruction_attention(
       cached, chunk, rows, params_.n_sink,
-      [&](int h, int t, int j, float a) {
-        a = maybe_bf16(a * inverse_norm[to_size(t)], bf16);
-        return maybe_bf16(a * value_norm[to_size(h) * to_size(context) + to_size(j)], bf16);
+      [&](int h, int t, std::span<float> a) {
+        const float* norms = value_norm.data() + to_size(h) * to_size(context);
+        for (std::size_t j = 0; j < a.size(); ++j) {
+          const float x = maybe_bf16(a[j] * inverse_norm[to_size(t)], bf16);
+          a[j] = maybe_bf16(x * norms[j], bf16);
+        }
       },
       name(), result);
 }

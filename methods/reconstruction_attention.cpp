@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <span>
 #include <stdexcept>
 
 #include "methods/bf16_rounding.h"
@@ -12,16 +13,43 @@
 namespace kvaudit::methods {
 namespace {
 
+// AVX-512 / AVX2 / baseline versions chosen at load time; the library needs no -march.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KVAUDIT_VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KVAUDIT_VECTOR_CLONES
+#endif
+
 std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
 
-// ‖W_O^{(h)} v‖₂: v [d] through query head h's columns of o_proj [D, H·d].
-float value_output_norm(const LayerCapture& layer, int head, const float* value, bool bf16) {
+// out[c] = q·keys[c] for `count` contiguous key rows of d floats, each product exact in double and
+// summed in double (in vector lanes: the order differs from a plain loop, but the sum of d exact
+// products carries ~1e-16 relative error, far below the f32 rounding of the result), then rounded
+// to f32 — what reconstruction_dot gives, one row after another. Row c starts at keys + c·stride.
+KVAUDIT_VECTOR_CLONES
+void dot_rows(const float* q, const float* keys, int count, int d, float* out, std::size_t stride) {
+  for (int c = 0; c < count; ++c) {
+    const float* k = keys + to_size(c) * stride;
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (int i = 0; i < d; ++i) sum += static_cast<double>(q[i]) * static_cast<double>(k[i]);
+    out[c] = static_cast<float>(sum);
+  }
+}
+
+// ‖W_O^{(h)} v‖₂: v [d] through query head h's columns of o_proj [D, H·d] (each output a dot_rows
+// product, rounded like the model's matmul), then the norm.
+float value_output_norm(const LayerCapture& layer, int head, const float* value, bool bf16,
+                        std::vector<float>& outputs) {
   const std::size_t d = to_size(layer.head_dim);
   const std::size_t width = to_size(layer.num_heads) * d;
+  outputs.resize(to_size(layer.hidden_size));
+  dot_rows(value, layer.o_proj.data() + to_size(head) * d, layer.hidden_size, layer.head_dim,
+           outputs.data(), width);
   double sum = 0.0;
-  for (std::size_t row = 0; row < to_size(layer.hidden_size); ++row) {
-    const float* w = layer.o_proj.data() + row * width + to_size(head) * d;
-    const float out = maybe_bf16(reconstruction_dot(w, value, layer.head_dim), bf16);
+  for (const float product : outputs) {
+    const float out = maybe_bf16(product, bf16);
     sum += static_cast<double>(out) * static_cast<double>(out);
   }
   return maybe_bf16(static_cast<float>(std::sqrt(sum)), bf16);
@@ -60,10 +88,11 @@ std::vector<float> chunk_value_output_norms(const LayerCapture& cached, const Pa
 #pragma omp parallel for schedule(static) if (heads > 1 && context > 64)
   for (int h = 0; h < heads; ++h) {
     const int g = h / group;
+    std::vector<float> outputs;
     for (int j = 0; j < context; ++j) {
       const float* v = cached.values[to_size(g)].data() + to_size(chunk.first + j) * to_size(d);
       norms[to_size(h) * to_size(context) + to_size(j)] =
-          value_output_norm(cached, h, v, cached.model_is_bf16);
+          value_output_norm(cached, h, v, cached.model_is_bf16, outputs);
     }
   }
   return norms;
@@ -89,15 +118,22 @@ void fold_reconstruction_attention(const LayerCapture& cached, const PassChunk& 
   }
   const float sqrt_d = static_cast<float>(std::sqrt(static_cast<double>(d)));
 
-  // Column c of the subset: sink keys, the chunk's cached keys, the chunk's own keys.
-  const auto key_row = [&](int kv_head, int c) -> const float* {
-    if (c < sink) return cached.keys[to_size(kv_head)].data() + to_size(c) * to_size(d);
-    if (c < sink + context) {
-      return cached.keys[to_size(kv_head)].data() + to_size(chunk.first + c - sink) * to_size(d);
+  // Per KV group, the subset's keys contiguous [columns, d]: sink keys, the chunk's cached keys,
+  // the chunk's own keys.
+  std::vector<std::vector<float>> subset(to_size(kv_heads));
+  for (int g = 0; g < kv_heads; ++g) {
+    std::vector<float>& k = subset[to_size(g)];
+    k.resize(to_size(columns) * to_size(d));
+    const float* cached_keys = cached.keys[to_size(g)].data();
+    std::copy_n(cached_keys, to_size(sink) * to_size(d), k.begin());
+    std::copy_n(cached_keys + to_size(chunk.first) * to_size(d), to_size(context) * to_size(d),
+                k.begin() + static_cast<std::ptrdiff_t>(to_size(sink) * to_size(d)));
+    for (int t = 0; t < rows_count; ++t) {
+      std::copy_n(
+          rows.keys.data() + (to_size(t) * to_size(kv_heads) + to_size(g)) * to_size(d), to_size(d),
+          k.begin() + static_cast<std::ptrdiff_t>(to_size(sink + context + t) * to_size(d)));
     }
-    const int t = c - sink - context;
-    return rows.keys.data() + (to_size(t) * to_size(kv_heads) + to_size(kv_head)) * to_size(d);
-  };
+  }
 
   // Per query head: the max over the chunk's rows of its weight on each chunk column (query heads
   // run in parallel, each writing only its own row of head_best).
@@ -105,7 +141,7 @@ void fold_reconstruction_attention(const LayerCapture& cached, const PassChunk& 
                                -std::numeric_limits<float>::infinity());
 #pragma omp parallel for schedule(dynamic, 1) if (heads > 1 && rows_count * columns > 4096)
   for (int h = 0; h < heads; ++h) {
-    const int g = h / group;
+    const float* keys = subset[to_size(h / group)].data();
     std::vector<float> logits(to_size(columns));
     float* best = head_best.data() + to_size(h) * to_size(context);
     for (int t = 0; t < rows_count; ++t) {
@@ -113,10 +149,10 @@ void fold_reconstruction_attention(const LayerCapture& cached, const PassChunk& 
           rows.queries.data() + (to_size(t) * to_size(heads) + to_size(h)) * to_size(d);
       // Row t sees the sink and chunk columns and its own tokens up to itself.
       const int visible = sink + context + t + 1;
+      dot_rows(q, keys, visible, d, logits.data(), to_size(d));
       float top = -std::numeric_limits<float>::infinity();
       for (int c = 0; c < visible; ++c) {
-        const float s =
-            maybe_bf16(maybe_bf16(reconstruction_dot(q, key_row(g, c), d), bf16) / sqrt_d, bf16);
+        const float s = maybe_bf16(maybe_bf16(logits[to_size(c)], bf16) / sqrt_d, bf16);
         logits[to_size(c)] = s;
         top = std::max(top, s);
       }
@@ -127,10 +163,10 @@ void fold_reconstruction_attention(const LayerCapture& cached, const PassChunk& 
         sum += static_cast<double>(e);
       }
       const float inverse_sum = 1.0f / static_cast<float>(sum);
-      for (int j = 0; j < context; ++j) {
-        const float a = maybe_bf16(logits[to_size(sink + j)] * inverse_sum, bf16);
-        best[j] = std::max(best[j], weight(h, t, j, a));
-      }
+      const std::span<float> weights(logits.data() + sink, to_size(context));
+      for (float& a : weights) a = maybe_bf16(a * inverse_sum, bf16);
+      weight(h, t, weights);
+      for (int j = 0; j < context; ++j) best[j] = std::max(best[j], weights[to_size(j)]);
     }
   }
   // Max over the query heads of each KV group.

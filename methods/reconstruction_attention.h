@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,9 @@
 
 namespace kvaudit::methods {
 
-// weight(h, t, j, a): query head h, chunk row t, chunk column j (cached position first + j).
-using ReconstructionWeight = std::function<float(int h, int t, int j, float a)>;
+// weight(h, t, a): turns query head h's attention weights of chunk row t on the chunk's columns
+// (a[j]: cached position first + j) into the method's weights, in place.
+using ReconstructionWeight = std::function<void(int h, int t, std::span<float> a)>;
 
 // Checks that `rows` match `cached` and the chunk (std::invalid_argument naming `method` and the
 // layer), then writes s_ℓ,g(j) into result.at(layer, g, first + j) for every chunk column.

@@ -246,39 +246,56 @@ std::vector<std::vector<float>> attention_output_gradient_norms(const model::Mod
     std::vector<float> g_k(to_size(T) * to_size(Hkv) * to_size(d), 0.0f);
     std::vector<float> g_v(g_k.size(), 0.0f);
     const std::vector<std::int32_t>& positions = record.positions();
-    std::string failure;
-#pragma omp parallel for schedule(dynamic, 1) if (Hkv > 1)
+    // Per KV head: its cache view and each row's visible count (the rows' own entries must be
+    // the head's last T: the forward appended them).
+    std::vector<KvHeadView> heads(to_size(Hkv));
+    std::vector<std::vector<int>> visible(to_size(Hkv), std::vector<int>(to_size(T)));
     for (int kv = 0; kv < Hkv; ++kv) {
-      const KvHeadView head = cache.head(l, kv);
+      const KvHeadView& head = heads[to_size(kv)] = cache.head(l, kv);
       const std::size_t n = head.size();
-      // The rows' own entries are the head's last T (the forward appended them).
       bool rows_at_end = n >= to_size(T);
       for (int t = 0; rows_at_end && t < T; ++t)
         rows_at_end = head.positions[n - to_size(T) + to_size(t)] == positions[to_size(t)];
       if (!rows_at_end) {
-#pragma omp critical
-        failure = "layer " + std::to_string(l) + " KV head " + std::to_string(kv) +
-                  " does not end with the rows' entries";
-        continue;
+        throw std::invalid_argument("attention_output_gradient_norms: layer " + std::to_string(l) +
+                                    " KV head " + std::to_string(kv) +
+                                    " does not end with the rows' entries");
       }
-      std::vector<int> visible(to_size(T));
       for (int t = 0; t < T; ++t) {
-        visible[to_size(t)] = static_cast<int>(
+        visible[to_size(kv)][to_size(t)] = static_cast<int>(
             std::upper_bound(head.positions.begin(), head.positions.end(), positions[to_size(t)]) -
             head.positions.begin());
       }
-      const int qs = H * d, kvs = Hkv * d;
-      for (int hq = kv * group; hq < (kv + 1) * group; ++hq) {
-        const std::size_t hq_offset = to_size(hq) * to_size(d);
-        attention_head_backward(T, static_cast<int>(n), d, static_cast<float>(scale), visible,
-                                act.queries.data() + hq_offset, qs, g_o.data() + hq_offset, qs,
-                                head.keys.data(), head.values.data(), g_q.data() + hq_offset, qs,
-                                g_k.data() + to_size(kv) * to_size(d),
-                                g_v.data() + to_size(kv) * to_size(d), kvs);
+    }
+    // Query heads in parallel; each adds its ∂K, ∂V contributions to a buffer of its own
+    // ([H][T, d]), summed per KV group afterwards.
+    const std::size_t per_head = to_size(T) * to_size(d);
+    std::vector<float> gk_heads(to_size(H) * per_head, 0.0f), gv_heads(gk_heads.size(), 0.0f);
+    const int qs = H * d;
+#pragma omp parallel for schedule(dynamic, 1) if (H > 1)
+    for (int hq = 0; hq < H; ++hq) {
+      const int kv = hq / group;
+      const KvHeadView& head = heads[to_size(kv)];
+      const std::size_t hq_offset = to_size(hq) * to_size(d);
+      attention_head_backward(T, static_cast<int>(head.size()), d, static_cast<float>(scale),
+                              visible[to_size(kv)], act.queries.data() + hq_offset, qs,
+                              g_o.data() + hq_offset, qs, head.keys.data(), head.values.data(),
+                              g_q.data() + hq_offset, qs, gk_heads.data() + to_size(hq) * per_head,
+                              gv_heads.data() + to_size(hq) * per_head, d);
+    }
+    for (int hq = 0; hq < H; ++hq) {
+      const int kv = hq / group;
+      for (int t = 0; t < T; ++t) {
+        const float* gk = gk_heads.data() + to_size(hq) * per_head + to_size(t) * to_size(d);
+        const float* gv = gv_heads.data() + to_size(hq) * per_head + to_size(t) * to_size(d);
+        float* k = g_k.data() + (to_size(t) * to_size(Hkv) + to_size(kv)) * to_size(d);
+        float* v = g_v.data() + (to_size(t) * to_size(Hkv) + to_size(kv)) * to_size(d);
+        for (int i = 0; i < d; ++i) {
+          k[i] += gk[i];
+          v[i] += gv[i];
+        }
       }
     }
-    if (!failure.empty())
-      throw std::invalid_argument("attention_output_gradient_norms: " + failure);
     rope_backward(g_q, T, H, d, record.rope_cos(), record.rope_sin());
     rope_backward(g_k, T, Hkv, d, record.rope_cos(), record.rope_sin());
     // ∂n_ℓ = ∂q W_Q + ∂k W_K + ∂v W_V; ∂h_ℓ = ∂a_ℓ + RMSNorm'ᵀ(∂n_ℓ).
