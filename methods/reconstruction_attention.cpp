@@ -8,18 +8,11 @@
 #include <span>
 #include <stdexcept>
 
+#include "base/vector_clones.h"
 #include "methods/bf16_rounding.h"
 
 namespace kvaudit::methods {
 namespace {
-
-// AVX-512 / AVX2 / baseline versions chosen at load time; the library needs no -march.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define KVAUDIT_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KVAUDIT_VECTOR_CLONES
-#endif
 
 std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
 

@@ -10,12 +10,7 @@
 #include <cstring>
 #include <limits>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#define KVAUDIT_VECTOR_CLONES \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KVAUDIT_VECTOR_CLONES
-#endif
+#include "base/vector_clones.h"
 
 namespace kvaudit::cpu {
 namespace {
