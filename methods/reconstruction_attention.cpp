@@ -16,10 +16,10 @@ namespace {
 
 std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
 
-// out[c] = q·keys[c] for `count` contiguous key rows of d floats, each product exact in double and
-// summed in double (in vector lanes: the order differs from a plain loop, but the sum of d exact
-// products carries ~1e-16 relative error, far below the f32 rounding of the result), then rounded
-// to f32 — what reconstruction_dot gives, one row after another. Row c starts at keys + c·stride.
+// out[c] = q·keys[c] for `count` key rows of d floats (row c at keys + c·stride): each product
+// exact in double and summed in double (in vector lanes: the order differs from a plain loop, but
+// the sum of d exact products carries ~1e-16 relative error, far below the f32 rounding of the
+// result), then rounded to f32 — a BLAS dot product up to f32 rounding.
 KVAUDIT_VECTOR_CLONES
 void dot_rows(const float* q, const float* keys, int count, int d, float* out, std::size_t stride) {
   for (int c = 0; c < count; ++c) {
@@ -49,12 +49,6 @@ float value_output_norm(const LayerCapture& layer, int head, const float* value,
 }
 
 }  // namespace
-
-float reconstruction_dot(const float* x, const float* y, int d) {
-  double sum = 0.0;
-  for (int i = 0; i < d; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(y[i]);
-  return static_cast<float>(sum);
-}
 
 float reconstruction_l2_norm(const float* x, std::size_t n) {
   double sum = 0.0;

@@ -39,9 +39,7 @@ void fold_reconstruction_attention(const LayerCapture& cached, const PassChunk& 
 std::vector<float> chunk_value_output_norms(const LayerCapture& cached, const PassChunk& chunk,
                                             const std::string& method);
 
-// x·y over d elements, accumulated in double and returned as f32 (a BLAS dot product up to f32
-// rounding); ‖x‖₂ over n elements (torch.norm).
-float reconstruction_dot(const float* x, const float* y, int d);
+// ‖x‖₂ over n elements (torch.norm: f32 accumulation of the squares, here in double).
 float reconstruction_l2_norm(const float* x, std::size_t n);
 
 }  // namespace kvaudit::methods

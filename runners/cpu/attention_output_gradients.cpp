@@ -10,15 +10,18 @@
 #include <stdexcept>
 #include <string>
 
+#include "runners/cpu/linear.h"
+#include "runners/cpu/rms_norm.h"
+
 namespace kvaudit::cpu {
 namespace {
 
 std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
 
-// c [rows, cols] = a [rows, inner] · b, b being [inner, cols] (b_transposed = false) or
-// [cols, inner] (true); rows split over the OpenMP threads, each a single-threaded sgemm.
-void product(const std::vector<float>& a, int rows, int inner, const std::vector<float>& b,
-             int cols, bool b_transposed, std::vector<float>& c) {
+// c [rows, cols] = a [rows, inner] · b [inner, cols] (a gradient times a weight: linear() is the
+// other orientation, x · Wᵀ); rows split over the OpenMP threads, each a single-threaded sgemm.
+void times_weight(const std::vector<float>& a, int rows, int inner, const std::vector<float>& b,
+                  int cols, std::vector<float>& c) {
   c.assign(to_size(rows) * to_size(cols), 0.0f);
   if (rows == 0 || cols == 0) return;
   const int threads = std::max(1, std::min(omp_get_max_threads(), rows));
@@ -26,24 +29,9 @@ void product(const std::vector<float>& a, int rows, int inner, const std::vector
   for (int part = 0; part < threads; ++part) {
     const int first = rows * part / threads, end = rows * (part + 1) / threads;
     if (end <= first) continue;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, end - first,
-                cols, inner, 1.0f, a.data() + to_size(first) * to_size(inner), inner, b.data(),
-                b_transposed ? inner : cols, 0.0f, c.data() + to_size(first) * to_size(cols), cols);
-  }
-}
-
-// y = w ⊙ x·r per row (HF LlamaRMSNorm in f32).
-void rms_norm_rows(const std::vector<float>& x, int rows, int width, const std::vector<float>& w,
-                   double eps, std::vector<float>& y) {
-  y.resize(x.size());
-  for (int t = 0; t < rows; ++t) {
-    const float* xr = x.data() + to_size(t) * to_size(width);
-    double squares = 0.0;
-    for (int i = 0; i < width; ++i) squares += static_cast<double>(xr[i]) * xr[i];
-    const double r = 1.0 / std::sqrt(squares / width + eps);
-    for (int i = 0; i < width; ++i)
-      y[to_size(t) * to_size(width) + to_size(i)] =
-          static_cast<float>(static_cast<double>(w[to_size(i)]) * xr[i] * r);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, end - first, cols, inner, 1.0f,
+                a.data() + to_size(first) * to_size(inner), inner, b.data(), cols, 0.0f,
+                c.data() + to_size(first) * to_size(cols), cols);
   }
 }
 
@@ -146,7 +134,6 @@ void GradientPassRecorder::on_layer(const PrefillLayerView& view) {
                            " out of order");
   }
   if (view.layer == 0) {
-    num_tokens_ = view.num_tokens;
     positions_.assign(view.positions.begin(), view.positions.end());
     cos_.assign(view.rope_cos.begin(), view.rope_cos.end());
     sin_.assign(view.rope_sin.begin(), view.rope_sin.end());
@@ -204,22 +191,27 @@ std::vector<std::vector<float>> attention_output_gradient_norms(const model::Mod
     const GradientPassLayer& act = record.layers()[to_size(l)];
 
     // MLP forward again from a_ℓ (m, gate, up); the last layer also needs h_L for ∂Φ/∂h_L = 2h_L.
-    rms_norm_rows(act.after_attention, T, D, w.post_attention_norm, eps, normed);
-    product(normed, T, D, w.gate_proj, F, true, gate);
-    product(normed, T, D, w.up_proj, F, true, up);
+    normed.resize(to_size(T) * hidden);
+    gate.resize(to_size(T) * to_size(F));
+    up.resize(gate.size());
+    rms_norm(act.after_attention, w.post_attention_norm, D, static_cast<float>(eps), Rounding::none,
+             normed);
+    linear(normed, T, D, w.gate_proj, F, {}, Rounding::none, gate);
+    linear(normed, T, D, w.up_proj, F, {}, Rounding::none, up);
     if (l == c.num_layers - 1) {
       std::vector<float> mlp(to_size(T) * to_size(F));
       for (std::size_t i = 0; i < mlp.size(); ++i) {
         const double z = gate[i];
         mlp[i] = static_cast<float>(z * sigmoid(z) * up[i]);
       }
-      product(mlp, T, F, w.down_proj, D, true, product_out);
+      product_out.resize(to_size(T) * hidden);
+      linear(mlp, T, F, w.down_proj, D, {}, Rounding::none, product_out);
       g.resize(to_size(T) * hidden);
       for (std::size_t i = 0; i < g.size(); ++i)
         g[i] = 2.0f * (act.after_attention[i] + product_out[i]);
     }
     // ∂/∂(silu(gate)·up) = g · W_down; then through silu·mul and the two projections.
-    product(g, T, D, w.down_proj, F, false, g_mid);
+    times_weight(g, T, D, w.down_proj, F, g_mid);
     g_tmp.resize(g_mid.size());
     for (std::size_t i = 0; i < g_mid.size(); ++i) {
       const double z = gate[i], s = sigmoid(z);
@@ -227,8 +219,8 @@ std::vector<std::vector<float>> attention_output_gradient_norms(const model::Mod
       g_tmp[i] = static_cast<float>(gm * z * s);                              // ∂up
       g_mid[i] = static_cast<float>(gm * up[i] * s * (1.0 + z * (1.0 - s)));  // ∂gate
     }
-    product(g_mid, T, F, w.gate_proj, D, false, g_normed);
-    product(g_tmp, T, F, w.up_proj, D, false, product_out);
+    times_weight(g_mid, T, F, w.gate_proj, D, g_normed);
+    times_weight(g_tmp, T, F, w.up_proj, D, product_out);
     for (std::size_t i = 0; i < g_normed.size(); ++i) g_normed[i] += product_out[i];
     // ∂Φ/∂a_ℓ = g + RMSNorm'ᵀ(∂m).
     std::vector<float> g_a = g;
@@ -241,7 +233,7 @@ std::vector<std::vector<float>> attention_output_gradient_norms(const model::Mod
 
     // Attention block: ∂o = ∂a · W_O, then per KV group the softmax attention's backward.
     std::vector<float> g_o;
-    product(g_a, T, D, w.o_proj, H * d, false, g_o);
+    times_weight(g_a, T, D, w.o_proj, H * d, g_o);
     std::vector<float> g_q(to_size(T) * to_size(H) * to_size(d), 0.0f);
     std::vector<float> g_k(to_size(T) * to_size(Hkv) * to_size(d), 0.0f);
     std::vector<float> g_v(g_k.size(), 0.0f);
@@ -299,10 +291,10 @@ std::vector<std::vector<float>> attention_output_gradient_norms(const model::Mod
     rope_backward(g_q, T, H, d, record.rope_cos(), record.rope_sin());
     rope_backward(g_k, T, Hkv, d, record.rope_cos(), record.rope_sin());
     // ∂n_ℓ = ∂q W_Q + ∂k W_K + ∂v W_V; ∂h_ℓ = ∂a_ℓ + RMSNorm'ᵀ(∂n_ℓ).
-    product(g_q, T, H * d, w.q_proj, D, false, g_normed);
-    product(g_k, T, Hkv * d, w.k_proj, D, false, product_out);
+    times_weight(g_q, T, H * d, w.q_proj, D, g_normed);
+    times_weight(g_k, T, Hkv * d, w.k_proj, D, product_out);
     for (std::size_t i = 0; i < g_normed.size(); ++i) g_normed[i] += product_out[i];
-    product(g_v, T, Hkv * d, w.v_proj, D, false, product_out);
+    times_weight(g_v, T, Hkv * d, w.v_proj, D, product_out);
     for (std::size_t i = 0; i < g_normed.size(); ++i) g_normed[i] += product_out[i];
     g = std::move(g_a);
     rms_norm_backward_add(act.layer_input, T, D, w.input_norm, eps, g_normed, g);

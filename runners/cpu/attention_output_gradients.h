@@ -18,7 +18,8 @@
 //   softmax  ∂S = P ⊙ (∂P − Σ_j P ∂P)
 //   RoPE     the transpose of the rotation (rotate_half convention)
 // Numerics: everything is computed in f32 (double where rows are reduced) from the forward's
-// activations as the model rounded them; kvpress's bf16 models back-propagate in bf16, which
+// activations as the model rounded them (the MLP's inputs recomputed with the forward's own
+// rms_norm and linear, unrounded); kvpress's bf16 models back-propagate in bf16, which
 // this does not imitate (KVgrad's bf16 scores are then close, not equal; docs/METHODS.md §kvgrad).
 #pragma once
 
@@ -50,14 +51,13 @@ class GradientPassRecorder final : public PrefillObserver {
   void on_attention_residual(int layer, std::span<const float> before,
                              std::span<const float> after) override;
 
-  int num_tokens() const { return num_tokens_; }
+  int num_tokens() const { return static_cast<int>(positions_.size()); }
   const std::vector<std::int32_t>& positions() const { return positions_; }
   const std::vector<float>& rope_cos() const { return cos_; }  // [T, head_dim]
   const std::vector<float>& rope_sin() const { return sin_; }
   const std::vector<GradientPassLayer>& layers() const { return layers_; }
 
  private:
-  int num_tokens_ = 0;
   std::vector<std::int32_t> positions_;
   std::vector<float> cos_, sin_;
   std::vector<GradientPassLayer> layers_;

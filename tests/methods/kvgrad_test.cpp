@@ -29,17 +29,6 @@ KvgradParams params(int n_sink = 4, bool layerwise = false, int chunk_size = 512
   return p;
 }
 
-// H = 2 query heads sharing Hkv = 1 KV head, d = 1, D = 2. Cached keys (0, ln 2, ln 3) → exp = 1,
-// 2, 3; values (1, 2, 1); o_proj [[3, 0], [4, 1]] → ‖W_O^{(0)}‖ = 5, ‖W_O^{(1)}‖ = 1.
-OwnedLayer tiny_layer() {
-  OwnedLayer o = testing::zero_layer(1, 2, 3, 1);
-  o.hidden_size = 2;
-  o.keys[0] = {0.0f, std::log(2.0f), std::log(3.0f)};
-  o.values[0] = {1.0f, 2.0f, 1.0f};
-  o.o_proj = {3.0f, 0.0f, 4.0f, 1.0f};
-  return o;
-}
-
 // The chunk's view with the gradient norms the engine's backward would hand over.
 PassLayerView with_gradients(const PassRows& rows, const std::vector<float>& gradient_norms) {
   PassLayerView v = rows.view();
@@ -48,7 +37,7 @@ PassLayerView with_gradients(const PassRows& rows, const std::vector<float>& gra
 }
 
 TEST(Kvgrad, ScoreIsAttentionTimesValueOutputNormTimesGradientNorm) {
-  const OwnedLayer o = tiny_layer();
+  const OwnedLayer o = testing::reconstruction_toy_layer();
   const KvgradMethod m(params());
   // One row (head 0 q = 1, head 1 q = 0, own key 0), ‖∂Φ/∂a‖ = 2. Head 0: (1, 2, 3)/7 ×
   // 5·(1, 2, 1) × 2 = (10, 40, 30)/7; head 1: 1/4 × (1, 2, 1) × 2 = (0.5, 1, 0.5).
@@ -61,7 +50,7 @@ TEST(Kvgrad, ScoreIsAttentionTimesValueOutputNormTimesGradientNorm) {
 }
 
 TEST(Kvgrad, TheGradientNormWeighsEachRowBeforeTheMax) {
-  const OwnedLayer o = tiny_layer();
+  const OwnedLayer o = testing::reconstruction_toy_layer();
   const KvgradMethod m(params());
   // Row 0: head 0 q = 1, ‖∂Φ/∂a‖ = 1; row 1: q = 0, own key ln 100 (row 0 must not see it),
   // ‖∂Φ/∂a‖ = 10. Head 0: row 0 (1, 2, 3)/7 × 5(1, 2, 1) = (5, 20, 15)/7; row 1: 1/5 × 5(1, 2, 1)
@@ -76,7 +65,7 @@ TEST(Kvgrad, TheGradientNormWeighsEachRowBeforeTheMax) {
 }
 
 TEST(Kvgrad, APassWithoutGradientNormsIsRefused) {
-  const OwnedLayer o = tiny_layer();
+  const OwnedLayer o = testing::reconstruction_toy_layer();
   const KvgradMethod m(params());
   PassRows rows{{1, 0}, {0}, {0}, {0, 0}};
   ExtraPassResult r = testing::empty_pass_result(1, 1, 3);

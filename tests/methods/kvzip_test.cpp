@@ -84,21 +84,8 @@ TEST(Kvzip, LaterChunksRepeatTheLastEightTokensOfThePreviousChunk) {
   EXPECT_THROW(m.chunks(cached, PassPrompt{}), std::invalid_argument);
 }
 
-// A layer with H = 2 query heads sharing Hkv = 1 KV head, d = 1 (so q·k/√d = q·k), D = 2.
-// Cached keys k = (0, ln 2, ln 3) → exp = 1, 2, 3; values v = (1, 2, 1).
-// o_proj [D = 2, H·d = 2] = [[3, 0], [4, 1]] → ‖W_O^{(0)}‖ = 5, ‖W_O^{(1)}‖ = 1.
-OwnedLayer tiny_layer(bool bf16 = false) {
-  OwnedLayer o = testing::zero_layer(1, 2, 3, 1);
-  o.hidden_size = 2;
-  o.bf16 = bf16;
-  o.keys[0] = {0.0f, std::log(2.0f), std::log(3.0f)};
-  o.values[0] = {1.0f, 2.0f, 1.0f};
-  o.o_proj = {3.0f, 0.0f, 4.0f, 1.0f};
-  return o;
-}
-
 TEST(Kvzip, ScoreIsTheMaxOverRowsAndGroupOfTheSoftmaxOverSinksChunkAndOwnRows) {
-  const OwnedLayer o = tiny_layer();
+  const OwnedLayer o = testing::reconstruction_toy_layer();
   const KvzipMethod m(params());
   // Two rows. Head 0: row 0 q = 1, row 1 q = 0; head 1: q = 0. Own keys: row 0 → 0, row 1 →
   // ln 100 (a row must not see a later row: with it row 0's weights would shrink 100-fold).
@@ -115,7 +102,7 @@ TEST(Kvzip, ScoreIsTheMaxOverRowsAndGroupOfTheSoftmaxOverSinksChunkAndOwnRows) {
 
 TEST(Kvzip, TheSoftmaxRunsOverTheSinksAndTheChunkOnly) {
   // Chunk [2, 3) with n_sink = 1: columns = key 0 (sink), key 2, the own key; key 1 is left out.
-  const OwnedLayer o = tiny_layer();
+  const OwnedLayer o = testing::reconstruction_toy_layer();
   const KvzipMethod m(params(1));
   PassRows rows{{1, 0}, {0}, {0}, {0, 0}};
   ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
@@ -127,7 +114,7 @@ TEST(Kvzip, TheSoftmaxRunsOverTheSinksAndTheChunkOnly) {
 }
 
 TEST(Kvzip, PlusDividesByTheRowNormAndMultipliesByTheValueOutputNorm) {
-  const OwnedLayer o = tiny_layer();
+  const OwnedLayer o = testing::reconstruction_toy_layer();
   const KvzipMethod m(params(4, false, KvzipVariant::kvzip_plus));
   // One row, x = (3, 4): 1/‖x‖ = 0.2. Head 0 weights (1, 2, 3)/7 × 0.2 × 5·|v| = (1, 4, 3)/7;
   // head 1: 1/4 × 0.2 × |v| = (0.05, 0.1, 0.05). Max: 1/7, 4/7, 3/7.
@@ -140,7 +127,7 @@ TEST(Kvzip, PlusDividesByTheRowNormAndMultipliesByTheValueOutputNorm) {
 }
 
 TEST(Kvzip, Bf16ModelsRoundTheWeights) {
-  const OwnedLayer o = tiny_layer(/*bf16=*/true);
+  const OwnedLayer o = testing::reconstruction_toy_layer(/*bf16=*/true);
   const KvzipMethod m(params());
   PassRows rows{{1, 0}, {0}, {0}, {0, 0}};
   ExtraPassResult r = testing::empty_pass_result(1, 1, 3);
@@ -152,7 +139,7 @@ TEST(Kvzip, Bf16ModelsRoundTheWeights) {
 }
 
 TEST(Kvzip, RowsOfAnotherShapeAreRefused) {
-  const OwnedLayer o = tiny_layer();
+  const OwnedLayer o = testing::reconstruction_toy_layer();
   const KvzipMethod m(params());
   PassRows rows{{1}, {0}, {0}, {0, 0}};  // one query for two heads
   ExtraPassResult r = testing::empty_pass_result(1, 1, 3);

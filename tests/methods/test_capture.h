@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -80,6 +81,19 @@ class FixedScorer : public Scorer {
  private:
   std::vector<float> table_;
 };
+
+// The KVzip / KVgrad reconstruction toy: H = 2 query heads sharing Hkv = 1 KV head, d = 1 (so
+// q·k/√d = q·k), D = 2. Cached keys k = (0, ln 2, ln 3) → exp = 1, 2, 3; values v = (1, 2, 1);
+// o_proj [D = 2, H·d = 2] = [[3, 0], [4, 1]] → ‖W_O^{(0)}‖ = 5, ‖W_O^{(1)}‖ = 1.
+inline OwnedLayer reconstruction_toy_layer(bool bf16 = false) {
+  OwnedLayer o = zero_layer(1, 2, 3, 1);
+  o.hidden_size = 2;
+  o.bf16 = bf16;
+  o.keys[0] = {0.0f, std::log(2.0f), std::log(3.0f)};
+  o.values[0] = {1.0f, 2.0f, 1.0f};
+  o.o_proj = {3.0f, 0.0f, 4.0f, 1.0f};
+  return o;
+}
 
 // One layer of an extra pass's chunk (PassLayerView), owned: token-major rows.
 struct PassRows {
