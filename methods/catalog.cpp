@@ -174,7 +174,8 @@ std::vector<MethodSpec> build_catalog() {
                .variants = {},
                .params = {},
                .is_scorer = true,
-               .typed_defaults = plain<KnormParams>()});
+               .typed_defaults = plain<KnormParams>(),
+               .per_entry_scorer = true});
   c.push_back({.id = "streaming_llm",
                .summary = "keep n_sink first tokens and the most recent ones",
                .citation = "Xiao et al. 2024, 'Efficient Streaming Language Models with Attention "
@@ -723,7 +724,12 @@ std::vector<MethodSpec> build_catalog() {
                .variants = {},
                .params = {scorer_ref(&DmsParams::scorer),
                           integer("sliding_window_size", &DmsParams::sliding_window_size, 1,
-                                  kUnbounded, "last positions never evicted")},
+                                  kUnbounded, "last positions never evicted"),
+                          boolean("decoding", &DmsParams::decoding,
+                                  "go on while decoding: every later entry (question, generated "
+                                  "tokens) is scored on arrival and evicted below the threshold "
+                                  "when it leaves the window; needs a per-entry scorer (knorm, "
+                                  "kvzap) and the CPU engine")},
                .is_scorer = false,
                .typed_defaults = plain<DmsParams>(),
                .check_params = {},
@@ -743,7 +749,8 @@ std::vector<MethodSpec> build_catalog() {
                             "(the hub's nvidia/KVzap-<linear|mlp>-<model> model.safetensors)",
                             check_kvzap_model_file)},
        .is_scorer = true,
-       .typed_defaults = plain<KvzapParams>()});
+       .typed_defaults = plain<KvzapParams>(),
+       .per_entry_scorer = true});
   c.push_back(
       {.id = "expected_attention_stats",
        .summary = "expected attention from query statistics precomputed on a corpus (from a file)",

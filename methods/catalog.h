@@ -103,6 +103,9 @@ struct MethodSpec {
   // Threshold methods whose threshold is a score level of any sign (dms: KVzap's log-scale scores);
   // the others need thresholds > 0, and a grid's thresholds must suit every threshold method in it.
   bool thresholds_of_any_sign = false;
+  // Scorers whose score of a candidate reads only that candidate's own entry (Scorer::per_entry:
+  // knorm, kvzap): the ones dms with decoding = true can wrap (the manifest refuses others).
+  bool per_entry_scorer = false;
 };
 
 const std::vector<MethodSpec>& method_catalog();

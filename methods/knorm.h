@@ -13,6 +13,7 @@ class KnormScorer : public Scorer {
  public:
   void score(const LayerCapture& layer, const SelectionContext& context,
              std::span<float> scores) const override;
+  bool per_entry() const override { return true; }
   std::string name() const override { return "knorm"; }
 };
 

@@ -50,6 +50,7 @@ class KvzapScorer : public Scorer {
              std::span<float> scores) const override;
   bool needs_attention_input() const override { return true; }
   bool scores_in_model_dtype() const override { return true; }
+  bool per_entry() const override { return true; }
   std::string name() const override { return "kvzap"; }
 
  private:

@@ -72,6 +72,11 @@ struct Selection {
   std::vector<std::vector<std::vector<std::int32_t>>> zeroed_key_channels;
   // Merging: kept entries whose value vector is replaced (SequenceCache::replace_values).
   std::vector<ValueReplacement> value_replacements;
+  // DMS with decoding (methods/dms.h): window_scores[layer][kv_head] = the wrapped scorer's scores
+  // of the last min(L, sliding_window_size) candidates (positions L − n .. L − 1, ascending), which
+  // are judged against the threshold while decoding, when they leave the window
+  // (runners/unit/dms_decoding.h). Empty for every other method.
+  std::vector<std::vector<std::vector<float>>> window_scores;
 
   // Σ over layers and heads of kept counts.
   std::int64_t kept_entries() const;
@@ -149,6 +154,10 @@ class Scorer {
   // surrogate cast to it) rather than f32 (Knorm's vector_norm with dtype=float32, ...). DMS
   // compares its threshold in that dtype (methods/dms.h).
   virtual bool scores_in_model_dtype() const { return false; }
+  // Whether a candidate's score depends on that candidate's own entry alone (its key, value or
+  // attention input: KNorm, KVzap), so that scoring entries one at a time, as they arrive while
+  // decoding, gives the scores a whole view would (DMS with decoding, methods/dms.h).
+  virtual bool per_entry() const { return false; }
   virtual std::string name() const = 0;
 };
 

@@ -217,7 +217,7 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
                              std::is_same_v<P, KvzapParams>) {
           return std::make_unique<ScorerMethod>(make_scorer(m));
         } else if constexpr (std::is_same_v<P, DmsParams>) {
-          return std::make_unique<DmsMethod>(wrapped_scorer(m), p.sliding_window_size);
+          return std::make_unique<DmsMethod>(wrapped_scorer(m), p.sliding_window_size, p.decoding);
         } else if constexpr (std::is_same_v<P, DuoAttentionParams>) {
           return std::make_unique<DuoAttentionMethod>(p);
         } else if constexpr (std::is_same_v<P, MergingParams>) {

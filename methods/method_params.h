@@ -168,11 +168,13 @@ struct KvzapParams {
   std::string model;  // safetensors: the surrogate's per-layer modules (methods/kvzap_model.h)
 };
 
-// DMS (methods/dms.h, kvpress DMSPress, prefill form): evict what scores below the cell's threshold
-// outside the last sliding_window_size positions.
+// DMS (methods/dms.h, kvpress DMSPress): evict what scores below the cell's threshold outside the
+// last sliding_window_size positions; with decoding, also every later entry as it leaves the
+// window.
 struct DmsParams {
   std::string scorer;             // the wrapped scorer's configuration
   int sliding_window_size = 128;  // last positions never evicted
+  bool decoding = false;          // go on evicting while decoding (kvpress decoding=True)
 };
 
 struct ExpectedAttentionStatsParams {

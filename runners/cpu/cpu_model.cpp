@@ -157,8 +157,7 @@ void CpuModel::observed_pass(unit::SequenceCache& cache, std::span<const std::in
                              methods::PassObserver& observer) {
   SequenceState& state = unit::own_cache<SequenceState>(&cache, 0, "CpuModel");
   if (!observer.wants_attention_output_gradients()) {
-    PassObserverAdapter adapter(observer);
-    (void)prefill(state, tokens, LogitRows::none, &adapter);
+    (void)observed_prefill(cache, tokens, LogitRows::none, observer);
     return;
   }
   // KVgrad: the forward with its activations recorded, the backward, then each layer's view with
@@ -179,6 +178,17 @@ void CpuModel::observed_pass(unit::SequenceCache& cache, std::span<const std::in
     rows.attention_output_gradient_norms = norms[layer];
     observer.on_layer(rows);
   }
+}
+
+LogitMatrix CpuModel::observed_prefill(unit::SequenceCache& cache,
+                                       std::span<const std::int32_t> tokens, LogitRows rows,
+                                       methods::PassObserver& observer) {
+  if (observer.wants_attention_output_gradients())
+    throw std::invalid_argument(
+        "CpuModel::observed_prefill: gradients are observed_pass's (KVgrad), not a feed's");
+  SequenceState& state = unit::own_cache<SequenceState>(&cache, 0, "CpuModel");
+  PassObserverAdapter adapter(observer);
+  return prefill(state, tokens, rows, &adapter);
 }
 
 namespace {

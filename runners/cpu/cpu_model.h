@@ -116,6 +116,9 @@ class CpuModel final : public unit::InferenceEngine {
   // prefill() with a PrefillObserver that hands each layer's rows to `observer`.
   void observed_pass(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
                      methods::PassObserver& observer) override;
+  // prefill() with the same adapter, returning the logits of `rows`.
+  LogitMatrix observed_prefill(unit::SequenceCache& cache, std::span<const std::int32_t> tokens,
+                               LogitRows rows, methods::PassObserver& observer) override;
   // decode_step that calls `observer` per layer with the step's pre-RoPE queries, attention input
   // and RoPE cos/sin (unit::DecodeLayerView; decode-time compression's buffer).
   LogitMatrix decode_step_observed(std::span<unit::SequenceCache* const> caches,

@@ -112,14 +112,15 @@ double decoding_compression_ratio(std::int64_t k_len, std::int64_t target_size) 
 
 DecodingCompressor::DecodingCompressor(const InferenceEngine& engine, const methods::Method& method,
                                        DecodingPolicy policy, methods::SelectionContext context,
-                                       bool record_kept, MergeDrawRule merge_draw)
+                                       bool record_kept, MergeDrawRule merge_draw, DmsDecoding* dms)
     : engine_(engine),
       method_(method),
       policy_(policy),
       context_(context),
       record_kept_(record_kept),
       buffer_(sz(engine.config().num_layers)),
-      merge_draw_(std::move(merge_draw)) {
+      merge_draw_(std::move(merge_draw)),
+      dms_(dms) {
   validate(policy_);
   context_.memo = nullptr;
   if (policy_.merge_budget > 0) {
@@ -136,6 +137,10 @@ DecodingCompressor::DecodingCompressor(const InferenceEngine& engine, const meth
 }
 
 void DecodingCompressor::observe(const DecodeLayerView& view, int row) {
+  if (dms_ != nullptr) {
+    dms_->observe(view, row);
+    return;
+  }
   const model::ModelConfig& c = engine_.config();
   const std::size_t q_width = sz(c.num_heads) * sz(c.head_dim);
   const std::size_t d = sz(c.head_dim);
@@ -162,6 +167,10 @@ void DecodingCompressor::observe(const DecodeLayerView& view, int row) {
 }
 
 std::optional<CompressionEvent> DecodingCompressor::end_step(SequenceCache& cache) {
+  if (dms_ != nullptr) {
+    ++decode_steps_;
+    return dms_->end_step(cache);
+  }
   if (policy_.merge_budget > 0) return end_step_cam(cache);
   ++decode_steps_;
   ++count_;
@@ -433,7 +442,8 @@ std::vector<CompressingOutput> generate_greedy_compressing(
       throw std::invalid_argument("decode-time compression: sequence " + std::to_string(i) +
                                   " has " + std::to_string(s.last_logits.size()) +
                                   " logits, expected " + std::to_string(vocab));
-    compressors.emplace_back(engine, *s.method, s.policy, s.context, record_kept, s.merge_draw);
+    compressors.emplace_back(engine, *s.method, s.policy, s.context, record_kept, s.merge_draw,
+                             s.dms);
     outputs[i].peak_kept_bytes = s.cache->kept_bytes();
   }
   // Appends `token`; true when the sequence is finished (greedy_decoding.h's rule).

@@ -42,6 +42,11 @@
 // score), and the values of some evicted entries merged into the kept ones that follow them;
 // needs a plain scorer method (ScorerMethod) and SequenceCache::replace_values.
 //
+// DMS with decoding (CompressingSequence::dms; runners/unit/dms_decoding.h): the sequence's
+// DmsDecoding replaces the interval/target rule — each step's new entry is scored and whatever
+// left the sliding window below the threshold is evicted; an event is recorded for each step that
+// evicted.
+//
 // Engines: needs InferenceEngine::decode_step_observed and SequenceCache::head_entries (the CPU
 // engine; the CUDA engine refuses with a message naming --device cpu).
 #pragma once
@@ -55,6 +60,7 @@
 #include "methods/method.h"
 #include "methods/scorer_method.h"
 #include "runners/unit/cam_merging.h"
+#include "runners/unit/dms_decoding.h"
 #include "runners/unit/greedy_decoding.h"
 #include "runners/unit/inference_engine.h"
 
@@ -121,6 +127,8 @@ struct CompressionEvent {
   // CAM, only when recording: value_sums[layer][kv_head][i] = Σ of the value row of the i-th
   // entry the head holds after the event (merged values included).
   std::vector<std::vector<std::vector<double>>> value_sums;
+  // DMS, only when recording: removed[layer][kv_head] = the original positions it evicted.
+  std::vector<std::vector<std::vector<std::int32_t>>> removed;
 };
 
 // The decode-time compression state of one sequence: its per-layer buffer and step count.
@@ -132,9 +140,10 @@ class DecodingCompressor {
   // CAM (policy.merge_budget > 0) needs a methods::ScorerMethod or a CamScoreSource that is
   // cam_capable() (throws std::invalid_argument otherwise); `merge_draw` replaces its Philox draws
   // (tests; empty = Philox).
+  // `dms` (optional, must outlive the compressor): DMS with decoding replaces the policy's rule.
   DecodingCompressor(const InferenceEngine& engine, const methods::Method& method,
                      DecodingPolicy policy, methods::SelectionContext context, bool record_kept,
-                     MergeDrawRule merge_draw = {});
+                     MergeDrawRule merge_draw = {}, DmsDecoding* dms = nullptr);
 
   // Buffers row `row` of one layer's view of a decode step (every layer, once per step).
   void observe(const DecodeLayerView& view, int row);
@@ -173,6 +182,7 @@ class DecodingCompressor {
   MergeDrawRule merge_draw_;
   std::vector<std::vector<float>> attention_sums_;  // [layer] A, [Hkv, n]
   std::vector<int> layer_counts_;                   // [layer] steps since its last compression
+  DmsDecoding* dms_ = nullptr;
 };
 
 // One sequence of generate_greedy_compressing: its cache, first logits and compression.
@@ -183,6 +193,9 @@ struct CompressingSequence {
   DecodingPolicy policy;
   methods::SelectionContext context;
   MergeDrawRule merge_draw = {};  // CAM's draws (tests); empty = Philox
+  // DMS with decoding: the sequence's state after its feed (dms_decoding.h); `policy` is then
+  // unused. nullptr: the policy's rule.
+  DmsDecoding* dms = nullptr;
 };
 
 struct CompressingOutput {

@@ -16,6 +16,18 @@ void InferenceEngine::observed_pass(SequenceCache& cache, std::span<const std::i
                               "reconstruction); run such methods on the cpu device");
 }
 
+LogitMatrix InferenceEngine::observed_prefill(SequenceCache& cache,
+                                              std::span<const std::int32_t> tokens, LogitRows rows,
+                                              methods::PassObserver& observer) {
+  (void)cache;
+  (void)tokens;
+  (void)rows;
+  (void)observer;
+  throw std::invalid_argument("the " + std::string(device_name(device())) +
+                              " engine cannot observe the feed of the rest of the prompt (dms "
+                              "with decoding = true); run such cells on the cpu device");
+}
+
 void check_selection_shape(const methods::Selection& selection, int num_layers, int num_kv_heads) {
   if (selection.kept.size() != static_cast<std::size_t>(num_layers)) {
     throw std::invalid_argument("the selection has " + std::to_string(selection.kept.size()) +

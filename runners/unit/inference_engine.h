@@ -235,6 +235,13 @@ class InferenceEngine {
   // std::invalid_argument naming the device (the CUDA engine has no such pass yet).
   virtual void observed_pass(SequenceCache& cache, std::span<const std::int32_t> tokens,
                              methods::PassObserver& observer);
+  // prefill() (no capture) that also calls `observer` once per layer with the rows' queries, keys,
+  // values and attention input, as observed_pass does (never with gradients), and returns the
+  // logits of `rows`: how DMS with decoding scores the rest of the prompt, fed after its prefill
+  // eviction (runners/unit/dms_decoding.h). The default refuses with std::invalid_argument naming
+  // the device (the CPU engine has it).
+  virtual LogitMatrix observed_prefill(SequenceCache& cache, std::span<const std::int32_t> tokens,
+                                       LogitRows rows, methods::PassObserver& observer);
 
   // decode_step that also calls `observer` once per layer with the step's rows
   // (DecodeLayerView): what decode-time compression buffers (kvpress DecodingPress's hidden

@@ -15,15 +15,24 @@
 #include <utility>
 #include <variant>
 
+#include "methods/dms.h"
 #include "methods/score_memo.h"
 #include "methods/scorer_method.h"
 #include "runners/unit/cost_shares.h"
 #include "runners/unit/decoding_compression.h"
+#include "runners/unit/dms_decoding.h"
 #include "runners/unit/greedy_decoding.h"
 #include "runners/unit/prefill_capture.h"
 
 namespace kvaudit::unit {
 namespace {
+
+// The cell's method when it is dms with decoding = true (methods/dms.h; it then evicts while
+// decoding through DmsDecoding, dms_decoding.h), else nullptr.
+const methods::DmsMethod* dms_decoding_method(const CellSpec& cell) {
+  const auto* dms = dynamic_cast<const methods::DmsMethod*>(cell.method);
+  return dms != nullptr && dms->decoding() ? dms : nullptr;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -158,6 +167,10 @@ UnitPlan plan_unit(const InferenceEngine& engine, const model::ModelWeights& wei
   plan.capacity = static_cast<int>(total);
   for (std::size_t i = 0; i < cells.size(); ++i) {
     if (cells[i].decoding == nullptr) continue;
+    require(dms_decoding_method(cells[i]) == nullptr,
+            "cell " + std::to_string(i) +
+                "'s method (dms, decoding = true) evicts while decoding " +
+                "by itself; it cannot also have a decoding setting");
     require(cells[i].decoding->method != nullptr,
             "cell " + std::to_string(i) + "'s decoding setting has no method");
     try {
@@ -649,10 +662,13 @@ void decode_plain(InferenceEngine& engine, const UnitRunOptions& options, UnitRe
 // compressions and the check of its cache before decoding are its own cost (compression_seconds).
 // A cell whose cache cannot be compressed or whose method fails while decoding fails alone; an
 // engine that cannot observe decode steps fails them all (the engine's message).
+// dms[k] (parallel to batch; nullptr for none): a DMS-with-decoding cell's state after its feed
+// (dms_decoding.h), which then replaces the decoding setting; its heads may hold different counts.
 void decode_compressing(InferenceEngine& engine, std::span<const CellSpec> cells,
                         const UnitRunOptions& options, UnitResult& unit,
                         std::span<const std::size_t> batch, std::span<SequenceCache* const> caches,
-                        std::span<const std::span<const float>> first_logits) {
+                        std::span<const std::span<const float>> first_logits,
+                        std::span<DmsDecoding* const> dms) {
   std::vector<std::size_t> members;  // indices into batch of the cells that can decode
   std::vector<std::unique_ptr<GuardedDecodingMethod>> guards;
   std::vector<CompressingSequence> sequences;
@@ -661,13 +677,14 @@ void decode_compressing(InferenceEngine& engine, std::span<const CellSpec> cells
     CellResult& cell = unit.cells[batch[k]];
     const CellSpec& spec = cells[static_cast<std::size_t>(cell.cell)];
     const Clock::time_point check_start = Clock::now();
-    const std::string problem = decode_compression_problem(*caches[k]);
+    const std::string problem =
+        dms[k] != nullptr ? std::string() : decode_compression_problem(*caches[k]);
     const double checked = seconds_since(check_start);
     if (!problem.empty()) {
       fail_decoding_cell(cell, problem);
       continue;
     }
-    if (spec.decoding->policy.merge_budget > 0 &&
+    if (dms[k] == nullptr && spec.decoding->policy.merge_budget > 0 &&
         dynamic_cast<const methods::ScorerMethod*>(spec.decoding->method) == nullptr) {
       fail_decoding_cell(cell, "CAM (merge_budget " +
                                    std::to_string(spec.decoding->policy.merge_budget) +
@@ -675,14 +692,16 @@ void decode_compressing(InferenceEngine& engine, std::span<const CellSpec> cells
                                    spec.decoding->method->name());
       continue;
     }
-    guards.push_back(std::make_unique<GuardedDecodingMethod>(*spec.decoding->method));
+    guards.push_back(std::make_unique<GuardedDecodingMethod>(
+        dms[k] != nullptr ? *spec.method : *spec.decoding->method));
     members.push_back(k);
     check_seconds.push_back(checked);
     sequences.push_back({.cache = caches[k],
                          .last_logits = first_logits[k],
                          .method = guards.back().get(),
-                         .policy = spec.decoding->policy,
-                         .context = {.seed = options.seed, .cell_key = spec.cell_key}});
+                         .policy = dms[k] != nullptr ? DecodingPolicy{} : spec.decoding->policy,
+                         .context = {.seed = options.seed, .cell_key = spec.cell_key},
+                         .dms = dms[k]});
   }
   if (sequences.empty()) return;
   const Clock::time_point phase = Clock::now();
@@ -713,7 +732,10 @@ void decode_compressing(InferenceEngine& engine, std::span<const CellSpec> cells
     CompressingOutput& output = outputs[m];
     cell.decode_seconds = shares[m];
     if (members.size() > 1) cell.shared_costs |= kDecodeShare;
-    cell.compression_seconds = check_seconds[m] + output.compression_seconds;
+    // (a DMS cell's feed already set its own: the eviction after the rest)
+    cell.compression_seconds =
+        (std::isnan(cell.compression_seconds) ? 0.0 : cell.compression_seconds) + check_seconds[m] +
+        output.compression_seconds;
     cell.peak_kv_bytes = static_cast<std::int64_t>(output.peak_kept_bytes);
     cell.final_kv_bytes = static_cast<std::int64_t>(output.final_kept_bytes);
     cell.decode_compressions = output.compressions;
@@ -724,33 +746,86 @@ void decode_compressing(InferenceEngine& engine, std::span<const CellSpec> cells
 // Feeds each cache of a batch its tokens together, then decodes them: the cells without a decoding
 // setting together as greedy decoding does, then those with one together through
 // generate_greedy_compressing (two groups, so the first decode exactly as they would in a batch
-// of their own). `batch` holds the indices of their results in `unit`.
+// of their own). `batch` holds the indices of their results in `unit`; selections[k] the prefill
+// selection of cell batch[k] (nullptr for a full-KV cell). A DMS-with-decoding cell
+// (dms_decoding_method) is fed on its own through DmsDecoding::feed — an observed prefill whose
+// new entries it scores and evicts from, its own feed cost and, for the eviction, compression
+// cost — then decodes with the compressing group; an engine that cannot observe the feed fails it.
 void feed_and_decode(InferenceEngine& engine, std::span<const CellSpec> cells,
                      const UnitRunOptions& options, UnitResult& unit,
                      std::span<const std::size_t> batch, std::span<SequenceCache* const> caches,
-                     std::span<const std::vector<std::int32_t>> feeds) {
-  std::vector<std::span<const std::int32_t>> feed_spans(feeds.begin(), feeds.end());
-  const Clock::time_point phase = Clock::now();
-  const std::vector<LogitMatrix> fed = engine.prefill_batch(caches, feed_spans, LogitRows::last);
-  const double feed_seconds = seconds_since(phase);
-  unit.timings.feed_seconds += feed_seconds;
-  share_feed(unit, batch, feeds, feed_seconds);
+                     std::span<const std::vector<std::int32_t>> feeds,
+                     std::span<const methods::Selection* const> selections) {
+  auto spec_of = [&](std::size_t k) -> const CellSpec& {
+    return cells[static_cast<std::size_t>(unit.cells[batch[k]].cell)];
+  };
+  std::vector<LogitMatrix> fed(batch.size());
+  std::vector<std::size_t> together;  // indices into batch fed by one prefill_batch
+  for (std::size_t k = 0; k < batch.size(); ++k)
+    if (dms_decoding_method(spec_of(k)) == nullptr) together.push_back(k);
+  if (!together.empty()) {
+    std::vector<std::size_t> shared_batch;
+    std::vector<SequenceCache*> shared_caches;
+    std::vector<std::vector<std::int32_t>> shared_feeds;
+    std::vector<std::span<const std::int32_t>> feed_spans;
+    for (const std::size_t k : together) {
+      shared_batch.push_back(batch[k]);
+      shared_caches.push_back(caches[k]);
+      shared_feeds.push_back(feeds[k]);
+      feed_spans.emplace_back(feeds[k]);
+    }
+    const Clock::time_point phase = Clock::now();
+    std::vector<LogitMatrix> logits =
+        engine.prefill_batch(shared_caches, feed_spans, LogitRows::last);
+    const double feed_seconds = seconds_since(phase);
+    unit.timings.feed_seconds += feed_seconds;
+    share_feed(unit, shared_batch, shared_feeds, feed_seconds);
+    for (std::size_t j = 0; j < together.size(); ++j) fed[together[j]] = std::move(logits[j]);
+  }
+  std::vector<std::unique_ptr<DmsDecoding>> dms_states(batch.size());
+  for (std::size_t k = 0; k < batch.size(); ++k) {
+    const methods::DmsMethod* dms = dms_decoding_method(spec_of(k));
+    if (dms == nullptr) continue;
+    CellResult& cell = unit.cells[batch[k]];
+    const Clock::time_point phase = Clock::now();
+    try {
+      if (selections[k] == nullptr)
+        throw std::logic_error("the cell has no prefill selection to start from");
+      dms_states[k] = std::make_unique<DmsDecoding>(
+          engine.config(), *dms, spec_of(k).budget.threshold, *selections[k], cell.boundary,
+          methods::SelectionContext{.seed = options.seed, .cell_key = spec_of(k).cell_key});
+      std::optional<CompressionEvent> event;
+      fed[k] = dms_states[k]->feed(engine, *caches[k], feeds[k], event);
+      const double seconds = seconds_since(phase);
+      const double evicting = event ? event->seconds : 0.0;
+      cell.feed_seconds = seconds - evicting;
+      cell.compression_seconds = evicting;
+      unit.timings.feed_seconds += seconds;
+    } catch (const std::exception& error) {
+      unit.timings.feed_seconds += seconds_since(phase);
+      dms_states[k].reset();
+      cell.status = CellStatus::failed;
+      cell.error = std::string("dms decoding failed: ") + error.what();
+    }
+  }
   std::vector<std::size_t> plain_batch, compressing_batch;
   std::vector<SequenceCache*> plain_caches, compressing_caches;
   std::vector<std::span<const float>> plain_logits, compressing_logits;
+  std::vector<DmsDecoding*> compressing_dms;
   for (std::size_t k = 0; k < batch.size(); ++k) {
-    const CellSpec& spec = cells[static_cast<std::size_t>(unit.cells[batch[k]].cell)];
-    const bool compressing = spec.decoding != nullptr;
+    if (unit.cells[batch[k]].status != CellStatus::ok) continue;
+    const bool compressing = spec_of(k).decoding != nullptr || dms_states[k] != nullptr;
     (compressing ? compressing_batch : plain_batch).push_back(batch[k]);
     (compressing ? compressing_caches : plain_caches).push_back(caches[k]);
     (compressing ? compressing_logits : plain_logits).push_back(fed[k].row(0));
+    if (compressing) compressing_dms.push_back(dms_states[k].get());
   }
   if (!plain_batch.empty()) {
     decode_plain(engine, options, unit, plain_batch, plain_caches, plain_logits);
   }
   if (!compressing_batch.empty()) {
     decode_compressing(engine, cells, options, unit, compressing_batch, compressing_caches,
-                       compressing_logits);
+                       compressing_logits, compressing_dms);
   }
 }
 
@@ -912,14 +987,21 @@ UnitResult run_reuse_fan_out(InferenceEngine& engine, const model::ModelWeights&
     std::vector<std::size_t> batch;  // row indices whose cache is ready
     std::vector<SequenceCache*> caches;
     std::vector<std::vector<std::int32_t>> feeds;
+    std::vector<const methods::Selection*> selections;  // the rows' cells' prefill selections
     for (std::size_t k = 0; k < slots.size(); ++k) {
       if (!slots[k]) continue;
       const std::size_t r = runnable[first + k];
       caches.push_back(slots[k].get());
       feeds.push_back(UnitPlan::reuse_feed(tokens, r % questions));
       batch.push_back(r);
+      const auto& chosen = selected.selections[r / questions];
+      selections.push_back(chosen ? &*chosen : nullptr);
+      // (fill_reuse_row sets the rest of the row's cell fields after decoding; a DMS feed needs
+      // the boundary now)
+      unit.cells[r].boundary = per_cell.cells[r / questions].boundary;
     }
-    if (!batch.empty()) feed_and_decode(engine, cells, options, unit, batch, caches, feeds);
+    if (!batch.empty())
+      feed_and_decode(engine, cells, options, unit, batch, caches, feeds, selections);
   }
   for (std::size_t r = 0; r < row_count; ++r) {
     const std::size_t i = r / questions;
@@ -990,9 +1072,25 @@ void run_naive_cell(InferenceEngine& engine, const model::ModelWeights& weights,
   if (options.kept_digest) {
     result.kept_digest = options.kept_digest(selection ? &*selection : nullptr, result.boundary);
   }
-  if (options.keep_selections && selection) result.selection = std::move(selection);
+  if (options.keep_selections && selection) result.selection = selection;
 
   const std::vector<std::int32_t> rest = plan.feed(cell, tokens);
+  if (dms_decoding_method(cell) != nullptr) {  // fed and decoded as a batch of one
+    const int cell_index = result.cell;
+    UnitResult alone;
+    alone.cells.push_back(std::move(result));
+    alone.cells.front().cell = 0;
+    const std::size_t only[] = {0};
+    SequenceCache* const caches[] = {cache.get()};
+    const std::vector<std::int32_t> feeds[] = {rest};
+    const methods::Selection* const chosen[] = {selection ? &*selection : nullptr};
+    feed_and_decode(engine, {&cell, 1}, options, alone, only, caches, feeds, chosen);
+    result = std::move(alone.cells.front());
+    result.cell = cell_index;
+    timings.feed_seconds += alone.timings.feed_seconds;
+    timings.decode_seconds += alone.timings.decode_seconds;
+    return;
+  }
   phase = Clock::now();
   const LogitMatrix last = engine.prefill(*cache, rest, LogitRows::last);
   result.feed_seconds = seconds_since(phase);
@@ -1005,7 +1103,8 @@ void run_naive_cell(InferenceEngine& engine, const model::ModelWeights& weights,
     const std::size_t only[] = {0};
     SequenceCache* const caches[] = {cache.get()};
     const std::span<const float> first_logits[] = {last.row(0)};
-    decode_compressing(engine, {&cell, 1}, options, alone, only, caches, first_logits);
+    DmsDecoding* const no_dms[] = {nullptr};
+    decode_compressing(engine, {&cell, 1}, options, alone, only, caches, first_logits, no_dms);
     result = std::move(alone.cells.front());
     result.cell = cell_index;
     timings.decode_seconds += alone.timings.decode_seconds;
@@ -1116,14 +1215,17 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
     std::vector<std::size_t> batch;  // cell indices whose cache is ready
     std::vector<SequenceCache*> caches;
     std::vector<std::vector<std::int32_t>> feeds;
+    std::vector<const methods::Selection*> batch_selections;
     for (std::size_t k = 0; k < slots.size(); ++k) {
       if (!slots[k]) continue;
       const std::size_t i = runnable[first + k];
       caches.push_back(slots[k].get());
       feeds.push_back(plan.feed(cells[i], tokens));
       batch.push_back(i);
+      batch_selections.push_back(selections[i] ? &*selections[i] : nullptr);
     }
-    if (!batch.empty()) feed_and_decode(engine, cells, options, unit, batch, caches, feeds);
+    if (!batch.empty())
+      feed_and_decode(engine, cells, options, unit, batch, caches, feeds, batch_selections);
   }
   sum_cell_timings(unit);
   unit.timings.total_seconds = seconds_since(start);

@@ -62,6 +62,14 @@ std::string join(const Range& r, const char* sep = ", ") {
   return s;
 }
 
+// "knorm, kvzap": the catalogue's per-entry scorers (dms with decoding = true wraps one).
+std::string per_entry_scorer_ids() {
+  std::vector<std::string> ids;
+  for (const auto& spec : mc::method_catalog())
+    if (spec.per_entry_scorer) ids.push_back(spec.id);
+  return join(ids);
+}
+
 template <std::size_t N>
 bool one_of(const std::string& v, const char* const (&set)[N]) {
   return std::any_of(std::begin(set), std::end(set), [&](const char* s) { return v == s; });
@@ -538,6 +546,16 @@ class Parser {
         diag_.error(p, where,
                     "'" + target + "' (method " + ref->method +
                         ") is not a scorer; wrappers take a scoring method");
+      } else if (const auto typed = typed_params(*cfg);
+                 typed && std::holds_alternative<mc::DmsParams>(*typed) &&
+                 std::get<mc::DmsParams>(*typed).decoding &&
+                 !mc::find_method(ref->method)->per_entry_scorer) {
+        // methods/dms.h: decoding scores each new entry alone as it arrives.
+        diag_.error(p, where,
+                    "'" + target + "' (method " + ref->method +
+                        ") cannot score entries one at a time; dms with decoding = true needs a "
+                        "per-entry scorer (" +
+                        per_entry_scorer_ids() + ")");
       }
     }
     for (const auto& r : list_refs_) {
@@ -952,6 +970,19 @@ class Parser {
         d.finish(
             "method, compression_interval, target_size, target_compression_ratio, "
             "hidden_states_buffer_size, query_positions, merge_budget");
+        // dms with decoding = true evicts while decoding by its own rule (methods/dms.h): one
+        // decode-time rule per cell.
+        for (const std::string& name : g.methods) {
+          const MethodConfig* cfg = m_.find_method(name);
+          const auto typed = cfg != nullptr ? typed_params(*cfg) : std::nullopt;
+          if (typed && std::holds_alternative<mc::DmsParams>(*typed) &&
+              std::get<mc::DmsParams>(*typed).decoding) {
+            diag_.error(decoding.pos, f.field("decoding"),
+                        "method '" + name +
+                            "' (dms, decoding = true) already evicts while decoding; a grid with a "
+                            "decoding table cannot also list it (one decode-time rule per cell)");
+          }
+        }
         g.decoding = decoding;
       }
       f.finish(

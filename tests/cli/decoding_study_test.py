@@ -11,7 +11,12 @@ final_kv_bytes < peak_kv_bytes, at most 100 entries per (layer, KV head) at the 
 record of the plain grid did not (0 compressions, final == peak); reduce completes. A third grid
 "ratio" has `target_compression_ratio = 0.5` instead of target_size (kvpress
 CompressionRatioDecodingPress): its records end with exactly int(0.5·T) + (steps since the last
-compression) entries per (layer, KV head), T = the tokens seen at the last compression.
+compression) entries per (layer, KV head), T = the tokens seen at the last compression. A fourth
+grid "dms" has no decoding table but dms(knorm, sliding_window_size 16) at threshold 0 with and
+without `decoding = true` (kvpress DMSPress(decoding=True) / its prefill form): KNorm's scores −‖k‖
+are all below 0, so every entry outside the window goes; the decoding form ends with exactly the
+16 newest entries per (layer, KV head) and evicts at every decode step, the prefill form keeps 16
+after the prefill and then grows by every fed and generated token.
 
 Usage: decoding_study_test.py --kvaudit BIN --model GGUF --workdir DIR
 Exit 0 = pass, 77 = skipped (the reason is printed), 1 = failure.
@@ -66,6 +71,15 @@ essay = "builtin"
 
 [methods.snapkv]
 [methods.knorm]
+[methods.dms_decoding]
+method = "dms"
+scorer = "knorm"
+sliding_window_size = 16
+decoding = true
+[methods.dms_prefill]
+method = "dms"
+scorer = "knorm"
+sliding_window_size = 16
 """ + GRID.format(name="plain") + GRID.format(name="decoding") + """
 [grids.decoding]
 method = "knorm"
@@ -76,6 +90,14 @@ target_size = 100
 method = "knorm"
 compression_interval = 4
 target_compression_ratio = 0.5
+
+[[grids]]
+name = "dms"
+benchmarks = ["ruler-512"]
+methods = ["dms_decoding", "dms_prefill"]
+thresholds = [0.0]
+protocols = ["query-agnostic"]
+attention_backends = ["sdpa"]
 """
 
 
@@ -103,8 +125,9 @@ def main():
     check("decoding: every cell also compresses while decoding: knorm every 4 steps down to "
           "max(1, int(T x (1 - 0.5))) (T = tokens seen)" in plan.stdout,
           "plan prints the ratio grid's decoding table")
-    check("total      2 units, 12 cells" in plan.stdout,
-          "the decoding grids' cells are distinct from the plain grid's and each other's")
+    check("total      2 units, 16 cells (2 cells shared by grids counted once)" in plan.stdout,
+          "the decoding grids' cells are distinct from the plain grid's and each other's; the dms "
+          "grid's full-KV cells are the plain grid's")
 
     run = subprocess.run([args.kvaudit, "run", manifest], capture_output=True, text=True, env=env,
                          timeout=1200)
@@ -114,7 +137,9 @@ def main():
     for path in sorted(glob.glob(os.path.join(args.workdir, "results", "shards", "part-*.h5"))):
         with h5py.File(path, "r") as f:
             records.extend(f["records"][...])
-    check(len(records) == 12, "12 records (%d)" % len(records))
+    check(len(records) == 16, "16 records (%d)" % len(records))
+    dms = [r for r in records if r["method_id"] == b"dms"]
+    records = [r for r in records if r["method_id"] != b"dms"]
     # SmolLM2: 30 layers x 3 KV heads; an entry of one (layer, KV head) is K and V of 64 f32
     # values each = 512 bytes. After the last compression a cache holds at most 100 entries per
     # (layer, KV head) plus the tokens of up to 3 later steps (interval 4).
@@ -147,6 +172,25 @@ def main():
     for r in plain:
         check(r["status"] == 0 and r["final_kv_bytes"] == r["peak_kv_bytes"],
               "%s without decoding: final == peak" % r["method_id"].decode())
+    # dms at T = 0 over KNorm (every score -||k|| < 0): w = 16 entries per (layer, KV head) after the
+    # prefill; the decoding form holds exactly 16 after every step (17 at the peak: the step's token
+    # before the oldest goes) and evicts at each of the n - 1 decode steps; the prefill form grows
+    # by the rest of the prompt and every decode step.
+    check(sorted(r["method"] for r in dms) == [b"dms_decoding"] * 2 + [b"dms_prefill"] * 2,
+          "two records of each dms form (%s)" % sorted(r["method"] for r in dms))
+    for r in dms:
+        steps = int(r["n_generated_tokens"]) - 1
+        rest = int(r["n_prompt_tokens"]) - int(r["n_context_tokens"])
+        ok = r["status"] == 0 and r["kept_bytes"] == 16 * entry
+        if r["method"] == b"dms_decoding":
+            ok = ok and r["final_kv_bytes"] == 16 * entry and r["peak_kv_bytes"] == 17 * entry \
+                and r["decode_compressions"] == steps
+        else:
+            ok = ok and r["final_kv_bytes"] == (16 + rest + steps) * entry \
+                and r["decode_compressions"] == 0
+        check(ok, "%s: kept %d, peak %d, final %d, %d compressions over %d decode steps" % (
+            r["method"].decode(), r["kept_bytes"], r["peak_kv_bytes"], r["final_kv_bytes"],
+            r["decode_compressions"], steps))
 
     reduce = subprocess.run([args.kvaudit, "reduce", os.path.join(args.workdir, "results"),
                              "--no-figures"], capture_output=True, text=True, env=env)

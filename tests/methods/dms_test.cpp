@@ -1,6 +1,7 @@
 // DMS, prefill form (methods/dms.h): the window + threshold rule hand-checked on one table of
 // scores, the bf16 cast of the threshold, NaN scores, short contexts, and the catalogue's threshold
-// sign rule.
+// sign rule. With decoding = true: the window's scores handed to the decode-time part, the
+// per-entry scorer requirement and the catalogue's per-entry flags.
 #include "methods/dms.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "methods/catalog.h"
+#include "methods/knorm.h"
+#include "methods/snapkv.h"
 #include "tests/methods/test_capture.h"
 
 namespace kvaudit::methods {
@@ -84,6 +87,53 @@ TEST(Dms, BadWindowsAndThresholdsAreRefused) {
   EXPECT_THROW(DmsMethod(nullptr, 4), std::invalid_argument);
   EXPECT_THROW(select(kTable, 6, 2, std::numeric_limits<double>::infinity()),
                std::invalid_argument);
+}
+
+// FixedScorer that says its scores are per entry (as KNorm, KVzap).
+class PerEntryScorer : public FixedScorer {
+ public:
+  using FixedScorer::FixedScorer;
+  bool per_entry() const override { return true; }
+};
+
+TEST(Dms, WithDecodingTheSelectionCarriesTheWindowsScores) {
+  auto o = zero_layer(2, 2, 6, 2);
+  const DmsMethod decoding(std::make_shared<PerEntryScorer>(kTable), 2, true);
+  const Selection s = decoding.select(std::vector{o.view()}, {.threshold = -3.0}, {});
+  // The prefill eviction is the prefill form's.
+  EXPECT_EQ(s.kept[0], (Kept{{1, 2, 3, 4, 5}, {0, 3, 4, 5}}));
+  // window_scores[layer][head] = the last w = 2 scores: head 0 (−9, −9), head 1 (7, −8).
+  ASSERT_EQ(s.window_scores.size(), 1u);
+  EXPECT_EQ(s.window_scores[0], (std::vector<std::vector<float>>{{-9, -9}, {7, -8}}));
+  // L ≤ w: everything kept, every score carried (kvpress's buffer holds all L).
+  const DmsMethod wide(std::make_shared<PerEntryScorer>(kTable), 8, true);
+  const Selection all = wide.select(std::vector{o.view()}, {.threshold = 100.0}, {});
+  EXPECT_EQ(all.kept[0], (Kept{{0, 1, 2, 3, 4, 5}, {0, 1, 2, 3, 4, 5}}));
+  EXPECT_EQ(all.window_scores[0],
+            (std::vector<std::vector<float>>{{-5, -1, 0.5f, -3, -9, -9}, {2, -4, -4, 1, 7, -8}}));
+  // Without decoding nothing is carried.
+  EXPECT_TRUE(select(kTable, 6, 2, -3.0).window_scores.empty());
+}
+
+TEST(Dms, DecodingNeedsAPerEntryScorer) {
+  try {
+    DmsMethod(std::make_shared<FixedScorer>(kTable), 2, true);
+    ADD_FAILURE() << "accepted a scorer that is not per entry";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("needs a per-entry scorer (knorm, kvzap)"),
+              std::string::npos)
+        << error.what();
+  }
+  EXPECT_NO_THROW(DmsMethod(std::make_shared<KnormScorer>(), 2, true));
+  EXPECT_THROW(DmsMethod(std::make_shared<SnapKvScorer>(SnapKvParams{.window = 4}), 8, true),
+               std::invalid_argument);
+  EXPECT_TRUE(KnormScorer().per_entry());
+  EXPECT_FALSE(SnapKvScorer(SnapKvParams{.window = 4}).per_entry());
+  // The catalogue (what the manifest checks at plan time) flags exactly the per-entry scorers.
+  std::vector<std::string> flagged;
+  for (const MethodSpec& spec : method_catalog())
+    if (spec.per_entry_scorer) flagged.push_back(spec.id);
+  EXPECT_EQ(flagged, (std::vector<std::string>{"knorm", "kvzap"}));
 }
 
 TEST(Dms, OnlyDmsTakesThresholdsOfAnySign) {

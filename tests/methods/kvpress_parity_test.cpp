@@ -134,50 +134,10 @@ using nlohmann::json;
 const fs::path kGoldenDir = fs::path(KVAUDIT_SOURCE_DIR) / "tests/golden/kvpress";
 const fs::path kModels = fs::path(KVAUDIT_SOURCE_DIR) / "tests/golden/tiny_models";
 
-ParamValue param_of(const json& v, const std::string& where) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number_integer()) return v.get<std::int64_t>();
-  if (v.is_number_float()) return v.get<double>();
-  if (v.is_string()) return v.get<std::string>();
-  // List parameters (per_layer_compression's and composed's compression_ratios): the canonical
-  // string form a manifest's TOML array is kept in (methods/param_lists.h).
-  if (v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_number(); }))
-    return format_real_list(v.get<std::vector<double>>());
-  throw std::runtime_error(where + ": unsupported parameter value " + v.dump());
-}
-
-// The golden's nested method object → configs; the nested scorer is registered under a name.
+// The golden's nested method object → configs (tests/methods/golden_method.h).
 MethodConfig config_of(const json& m, std::map<std::string, MethodConfig>& named,
                        const std::string& name) {
-  MethodConfig c{name,
-                 m.at("id").get<std::string>(),
-                 m.at("variant").is_null() ? "" : m.at("variant").get<std::string>(),
-                 {}};
-  for (const auto& [k, v] : m.at("params").items()) c.params[k] = param_of(v, name + "." + k);
-  // File parameters (ParamType::path: learned artefacts) are written relative to the source tree.
-  if (const MethodSpec* spec = find_method(c.id)) {
-    for (const ParamSpec& p : spec->params) {
-      const auto it = c.params.find(p.name);
-      if (p.type == ParamType::path && it != c.params.end())
-        it->second = (fs::path(KVAUDIT_SOURCE_DIR) / std::get<std::string>(it->second)).string();
-    }
-  }
-  if (!m.at("scorer").is_null()) {
-    const std::string inner = name + ".scorer";
-    named[inner] = config_of(m.at("scorer"), named, inner);
-    c.params["scorer"] = inner;
-  }
-  // composed: its presses, in order (the method_ref_list parameter `presses`).
-  if (m.contains("stages")) {
-    std::vector<std::string> names;
-    for (const auto& stage : m.at("stages")) {
-      // (config names cannot hold the label's commas: the list is joined by them)
-      names.push_back("stage" + std::to_string(names.size()));
-      named[names.back()] = config_of(stage, named, names.back());
-    }
-    c.params["presses"] = format_name_list(names);
-  }
-  return c;
+  return testing::golden_config(m, named, name, KVAUDIT_SOURCE_DIR);
 }
 
 // The Gaussian sketches kvpress drew for LeverageScorePress / CompactorPress, recorded beside the
