@@ -118,7 +118,9 @@ int run(int argc, char** argv) {
       {"head_scores", args.artefacts + "/head_scores.json"},
       {"gates", args.artefacts + "/fastkvzip_gates.safetensors"},
       {"curve", args.artefacts + "/lukv_curve.npy"},
-      {"model", args.artefacts + "/kvzap_mlp.safetensors"}};
+      {"model", args.artefacts + "/kvzap_mlp.safetensors"},
+      {"restore_embeddings", args.artefacts + "/restorekv/restore_embeddings.safetensors"},
+      {"adapter", args.artefacts + "/restorekv"}};
   std::vector<std::unique_ptr<kvaudit::methods::Method>> methods;
   std::vector<CellSpec> cells;
   std::vector<Row> rows;
@@ -133,7 +135,9 @@ int run(int argc, char** argv) {
             std::string(spec.id == "chunk" || spec.id == "block" ? "knorm" : "snap");
       } else if (param.type == ParamType::path) {
         const std::string file = files.count(param.name) ? files.at(param.name) : "";
-        if (!file.empty() && std::filesystem::is_regular_file(file)) {
+        const bool present = param.directory_files.empty() ? std::filesystem::is_regular_file(file)
+                                                           : std::filesystem::is_directory(file);
+        if (!file.empty() && present) {
           config.params[param.name] = file;
         } else if (!kvaudit::methods::default_for(param, "").has_value()) {
           row.skipped = "needs the file '" + param.name + "' (" + (file.empty() ? "?" : file) +

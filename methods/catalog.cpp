@@ -10,6 +10,7 @@
 #include "methods/kvzap_model.h"
 #include "methods/npy_file.h"
 #include "methods/param_lists.h"
+#include "methods/restorekv_artefacts.h"
 #include "methods/wrapper_budgets.h"
 
 namespace kvaudit::methods {
@@ -99,6 +100,16 @@ ParamSpec file_path(std::string name, std::string P::*field, std::string doc,
   spec.assign = [field](MethodParams& all, const ParamValue& value) {
     std::get<P>(all).*field = std::get<std::string>(value);
   };
+  return spec;
+}
+
+// A path parameter naming a directory of which the method reads `files`.
+template <typename P>
+ParamSpec directory_path(std::string name, std::string P::*field, std::string doc,
+                         std::vector<std::string> files,
+                         std::function<void(const std::string&)> check_directory) {
+  ParamSpec spec = file_path(std::move(name), field, std::move(doc), std::move(check_directory));
+  spec.directory_files = std::move(files);
   return spec;
 }
 
@@ -417,6 +428,35 @@ std::vector<MethodSpec> build_catalog() {
                             "context tokens reconstructed per pass")},
          .is_scorer = false,
          .typed_defaults = with_variants(&KvzipParams::variant, kvzip_variants)});
+  }
+  {
+    const Names<KvzipVariant> restorekv_variants{{"restorekv", KvzipVariant::kvzip},
+                                                 {"restorekv_plus", KvzipVariant::kvzip_plus}};
+    c.push_back(
+        {.id = "restorekv",
+         .summary = "KVzip's scores at the budget-matched ratio cr + n/L, plus n restore rows from "
+                    "a LoRA pass over learned embeddings (from files)",
+         .citation = "'RestoreKV' (arXiv 2608.01247); kvpress RestoreKVPress",
+         .axis = BudgetAxis::ratio,
+         .variants = variant_names(restorekv_variants),
+         .params = {boolean("layerwise", &RestoreKvParams::layerwise,
+                            "prune the same share in every layer (else one top-k over all layers)"),
+                    integer("n_sink", &RestoreKvParams::n_sink, 0, kUnbounded,
+                            "first positions always kept"),
+                    integer("chunk_size", &RestoreKvParams::chunk_size, 1, kUnbounded,
+                            "context tokens reconstructed per pass"),
+                    file_path(
+                        "restore_embeddings", &RestoreKvParams::restore_embeddings,
+                        "safetensors file with restore_embeddings [n, hidden] (kvpress's "
+                        "hub higokri/RestoreKV-<model>[_plus] restore_embeddings.safetensors)",
+                        check_restore_embeddings_file),
+                    directory_path("adapter", &RestoreKvParams::adapter,
+                                   "PEFT LoRA adapter directory (adapter_config.json, "
+                                   "adapter_model.safetensors) trained with those embeddings",
+                                   {"adapter_config.json", "adapter_model.safetensors"},
+                                   check_restorekv_adapter_dir)},
+         .is_scorer = false,
+         .typed_defaults = with_variants(&RestoreKvParams::variant, restorekv_variants)});
   }
   c.push_back(
       {.id = "kvgrad",

@@ -66,6 +66,10 @@ struct ParamSpec {
   // ParamType::path: validates the file's content at plan time (throws std::invalid_argument
   // saying what is wrong; the caller names the file and the manifest position). May be empty.
   std::function<void(const std::string& path)> check_file{};
+  // ParamType::path naming a DIRECTORY (RestoreKV's PEFT adapter): the files in it the method
+  // reads; the plan requires a directory holding each as a regular file (then check_file gets the
+  // directory) and fingerprints each. Empty: the path names a regular file.
+  std::vector<std::string> directory_files{};
   // Stores a value of this parameter (already checked against type and range) into its member of
   // the method's MethodParams alternative.
   std::function<void(MethodParams&, const ParamValue&)> assign{};

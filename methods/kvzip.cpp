@@ -170,8 +170,8 @@ Selection KvzipMethod::select(std::span<const LayerCapture> layers, const Budget
 }
 
 Selection KvzipMethod::select_named(std::span<const LayerCapture> layers, const Budget& budget,
-                                    const SelectionContext& context,
-                                    const std::string& method) const {
+                                    const SelectionContext& context, const std::string& method,
+                                    bool allow_full_compression) const {
   const int length = check_layers(layers, method);
   const ExtraPassResult* pass = context.extra_pass;
   if (pass == nullptr) {
@@ -185,7 +185,8 @@ Selection KvzipMethod::select_named(std::span<const LayerCapture> layers, const 
           to_size(pass->num_layers) * to_size(pass->num_kv_heads) * to_size(pass->length)) {
     throw std::invalid_argument(method + ": the reconstruction-pass result has another shape");
   }
-  if (!(budget.compression >= 0.0 && budget.compression < 1.0)) {
+  if (!(budget.compression >= 0.0 &&
+        (budget.compression < 1.0 || (allow_full_compression && budget.compression == 1.0)))) {
     throw std::invalid_argument(method + ": compression " + std::to_string(budget.compression) +
                                 " is outside [0, 1)");
   }

@@ -76,8 +76,11 @@ class KvzipMethod final : public Method, public ExtraPass {
 
   // select() under another method's name (KVgrad reuses this selection): the capture and
   // pass-result checks, with messages naming `method`, then select_from_scores.
+  // allow_full_compression: a compression of exactly 1 (every entry pruned) is accepted
+  // (RestoreKV's budget-matched ratio reaches it).
   Selection select_named(std::span<const LayerCapture> layers, const Budget& budget,
-                         const SelectionContext& context, const std::string& method) const;
+                         const SelectionContext& context, const std::string& method,
+                         bool allow_full_compression = false) const;
 
   const KvzipParams& params() const { return params_; }
 

@@ -62,6 +62,8 @@ struct ValueReplacement {
   std::vector<float> value;   // head_dim values
 };
 
+struct RestoreArtefacts;  // methods/restorekv_artefacts.h
+
 // kept[layer][kv_head]: the original positions kept, strictly ascending, each in [0, L).
 struct Selection {
   std::vector<std::vector<std::vector<std::int32_t>>> kept;
@@ -77,6 +79,10 @@ struct Selection {
   // are judged against the threshold while decoding, when they leave the window
   // (runners/unit/dms_decoding.h). Empty for every other method.
   std::vector<std::vector<std::vector<float>>> window_scores;
+  // RestoreKV (methods/restorekv.h): rows the cache gains before eviction — a forward of the
+  // restore embeddings with the LoRA adapter active at positions L .. L+n−1 on the full cache
+  // (InferenceEngine::append_restore_rows) — kept in every head. nullptr for every other method.
+  std::shared_ptr<const RestoreArtefacts> restore_rows;
 
   // Σ over layers and heads of kept counts.
   std::int64_t kept_entries() const;

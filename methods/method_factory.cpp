@@ -48,6 +48,7 @@
 #include "methods/qfilter.h"
 #include "methods/random.h"
 #include "methods/refreekv.h"
+#include "methods/restorekv.h"
 #include "methods/rkv.h"
 #include "methods/scorer_method.h"
 #include "methods/simlayerkv.h"
@@ -173,6 +174,8 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
           return std::make_unique<KvzipMethod>(p);
         } else if constexpr (std::is_same_v<P, KvgradParams>) {
           return std::make_unique<KvgradMethod>(p);
+        } else if constexpr (std::is_same_v<P, RestoreKvParams>) {
+          return std::make_unique<RestoreKvMethod>(p);
         } else if constexpr (std::is_same_v<P, CakeParams>) {
           return std::make_unique<CakeMethod>(p);
         } else if constexpr (std::is_same_v<P, SqueezeAttentionParams>) {

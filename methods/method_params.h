@@ -204,6 +204,17 @@ struct KvzipParams {
   int chunk_size = 2048;   // context tokens reconstructed per pass
 };
 
+// RestoreKV (methods/restorekv.h, kvpress RestoreKVPress): KVzip's pass and selection at the
+// budget-matched ratio, plus n restore rows from a LoRA pass over learned embeddings.
+struct RestoreKvParams {
+  KvzipVariant variant = KvzipVariant::kvzip;  // restorekv_plus = KVzip+ normalisation
+  bool layerwise = false;
+  int n_sink = 4;
+  int chunk_size = 2048;
+  std::string restore_embeddings;  // safetensors: restore_embeddings [n, D]
+  std::string adapter;  // PEFT LoRA directory (adapter_config.json, adapter_model.safetensors)
+};
+
 // KVgrad (methods/kvgrad.h, kvpress KVgradPress): KVzip's reconstruction pass weighted by the
 // gradient of the chunk's squared last hidden states.
 struct KvgradParams {
@@ -388,7 +399,8 @@ using MethodParams = std::variant<
     RkvParams,
     KvzapParams,
     DmsParams,
-    KvgradParams
+    KvgradParams,
+    RestoreKvParams
     // to add one, insert ",\n    NewParams" right before this comment line
     >;
 // clang-format on

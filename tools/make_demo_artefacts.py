@@ -21,6 +21,11 @@ Writes into --out (default results/every-method-artefacts):
   kvzap_mlp.safetensors        KVzap mlp surrogate per layer i: layers.i.0.weight [32, hidden], layers.i.0.bias [32],
                                layers.i.2.weight [kv_heads, 32], layers.i.2.bias [kv_heads] (kvpress KVzapModel's
                                state_dict names) F32; drawn after the files above, which stay as they were
+  restorekv/                   RestoreKV: restore_embeddings.safetensors (restore_embeddings [8, hidden] F32) and
+                               a PEFT LoRA adapter (adapter_config.json: r 8, lora_alpha 16, all seven
+                               projections; adapter_model.safetensors: base_model.model.model.layers.i.
+                               {self_attn.{q,k,v,o},mlp.{gate,up,down}}_proj.lora_{A,B}.weight, peft's names) F32;
+                               drawn after kvzap's, so the files above stay as they were
   README.txt                   says that these are synthetic
 Standard library only (no numpy): `python3 tools/make_demo_artefacts.py [--out DIR] [--layers 30
 --heads 9 --kv-heads 3 --head-dim 64 --seed 7]`; the defaults are SmolLM2-135M's shape.
@@ -56,6 +61,7 @@ def main() -> int:
     parser.add_argument("--head-dim", type=int, default=64)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--hidden", type=int, default=576, help="hidden size (fastkvzip gates' input)")
+    parser.add_argument("--intermediate", type=int, default=1536, help="MLP size (restorekv adapter)")
     a = parser.parse_args()
     if min(a.layers, a.heads, a.kv_heads, a.head_dim) < 1 or a.heads % a.kv_heads:
         parser.error("layers, heads, kv-heads, head-dim must be positive and heads a multiple of kv-heads")
@@ -120,6 +126,34 @@ def main() -> int:
                                               for _ in range(a.kv_heads * kvzap_hidden)])
         kvzap[f"layers.{layer}.2.bias"] = ((a.kv_heads,), [rng.gauss(0, 0.1) for _ in range(a.kv_heads)])
     write_safetensors(a.out / "kvzap_mlp.safetensors", kvzap)
+
+    # RestoreKV: 8 restore embeddings at the scale of token embeddings, and a rank-8 LoRA on every
+    # projection whose B is not zero (peft's init_lora_weights=False draws both).
+    restore = a.out / "restorekv"
+    restore.mkdir(exist_ok=True)
+    n_restore, rank, alpha = 8, 8, 16
+    write_safetensors(restore / "restore_embeddings.safetensors",
+                      {"restore_embeddings": ((n_restore, a.hidden),
+                                              [rng.gauss(0, 0.02) for _ in range(n_restore * a.hidden)])})
+    q_width, kv_width = a.heads * d, a.kv_heads * d
+    shapes = {"self_attn.q_proj": (a.hidden, q_width), "self_attn.k_proj": (a.hidden, kv_width),
+              "self_attn.v_proj": (a.hidden, kv_width), "self_attn.o_proj": (q_width, a.hidden),
+              "mlp.gate_proj": (a.hidden, a.intermediate), "mlp.up_proj": (a.hidden, a.intermediate),
+              "mlp.down_proj": (a.intermediate, a.hidden)}
+    lora = {}
+    for layer in range(a.layers):
+        for module, (fan_in, fan_out) in shapes.items():
+            prefix = f"base_model.model.model.layers.{layer}.{module}"
+            lora[prefix + ".lora_A.weight"] = ((rank, fan_in),
+                                               [rng.gauss(0, fan_in ** -0.5) for _ in range(rank * fan_in)])
+            lora[prefix + ".lora_B.weight"] = ((fan_out, rank),
+                                               [rng.gauss(0, 0.01) for _ in range(fan_out * rank)])
+    write_safetensors(restore / "adapter_model.safetensors", lora)
+    (restore / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "r": rank, "lora_alpha": alpha, "use_rslora": False,
+        "target_modules": sorted(m.split(".")[1] for m in shapes), "bias": "none",
+        "fan_in_fan_out": False, "lora_dropout": 0.0, "init_lora_weights": False,
+        "base_model_name_or_path": "SYNTHETIC (tools/make_demo_artefacts.py)"}, indent=2) + "\n")
 
     (a.out / "README.txt").write_text(
         "SYNTHETIC artefacts made by tools/make_demo_artefacts.py (seed %d, %d layers, %d heads, %d KV heads, "

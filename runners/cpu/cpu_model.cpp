@@ -23,6 +23,7 @@
 #include "runners/cpu/elementwise.h"
 #include "runners/cpu/embedding.h"
 #include "runners/cpu/linear.h"
+#include "runners/cpu/lora.h"
 #include "runners/cpu/rms_norm.h"
 #include "runners/cpu/rope.h"
 #include "runners/model/model_error.h"
@@ -225,15 +226,41 @@ LogitMatrix CpuModel::decode_step_observed(std::span<unit::SequenceCache* const>
   return observed_decode(std::span<SequenceState* const>(states), tokens, &adapter);
 }
 
+void CpuModel::append_restore_rows(unit::SequenceCache& cache,
+                                   const methods::RestoreArtefacts& artefacts) {
+  const model::ModelConfig& c = config();
+  methods::check_restorekv_fits(artefacts, {.num_layers = c.num_layers,
+                                            .hidden_size = c.hidden_size,
+                                            .q_width = c.num_heads * c.head_dim,
+                                            .kv_width = c.num_kv_heads * c.head_dim,
+                                            .intermediate_size = c.intermediate_size});
+  SequenceState& state = unit::own_cache<SequenceState>(&cache, 0, "CpuModel");
+  std::vector<float> embeddings = artefacts.embeddings;
+  for (float& e : embeddings) e = round_as(rounding_, e);
+  const methods::LoraAdapter adapter = adapter_in_model_dtype(artefacts.adapter, rounding_);
+  const std::vector<std::int32_t> rows(static_cast<std::size_t>(artefacts.tokens), 0);
+  SequenceState* const states[] = {&state};
+  const std::span<const std::int32_t> token_lists[] = {rows};
+  const AdaptedRows adapted{.embeddings = embeddings, .adapter = &adapter};
+  (void)forward(states, token_lists, LogitRows::none, nullptr, &adapted);
+}
+
 int CpuModel::max_concurrent_cells(const unit::UnitDemand& demand) {
   return std::max(demand.cells, 1);
 }
 
 std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> states,
                                            std::span<const std::span<const std::int32_t>> tokens,
-                                           LogitRows rows, PrefillObserver* observer) const {
+                                           LogitRows rows, PrefillObserver* observer,
+                                           const AdaptedRows* adapted) const {
   const model::ModelConfig& c = config();
   const std::size_t n_seq = states.size();
+  if (adapted != nullptr && (n_seq != 1 || adapted->adapter == nullptr ||
+                             adapted->embeddings.size() !=
+                                 tokens.front().size() * static_cast<std::size_t>(c.hidden_size)))
+    throw std::invalid_argument(
+        "forward: adapted rows need one sequence and [rows, hidden] "
+        "embeddings");
   if (tokens.size() != n_seq) {
     throw std::invalid_argument("forward: " + std::to_string(n_seq) + " sequences but " +
                                 std::to_string(tokens.size()) + " token lists");
@@ -314,7 +341,21 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
   const bool keep_residual = observer != nullptr && observer->wants_attention_residual();
   std::vector<float> residual_before(keep_residual ? total_rows * hidden : 0);  // [R, hidden]
 
-  embed_tokens(weights_.embed_tokens, c.vocab_size, c.hidden_size, all_tokens, x);
+  if (adapted != nullptr) {
+    std::copy(adapted->embeddings.begin(), adapted->embeddings.end(), x.begin());
+  } else {
+    embed_tokens(weights_.embed_tokens, c.vocab_size, c.hidden_size, all_tokens, x);
+  }
+  // LoRA term of `target` in this layer, if the adapted rows' adapter has one (y += s·B(A x)).
+  const auto lora = [&](int layer, methods::LoraTarget target, std::span<const float> input,
+                        std::span<float> output) {
+    if (adapted == nullptr) return;
+    const auto& modules = adapted->adapter->layers[static_cast<std::size_t>(layer)];
+    const auto found = modules.find(target);
+    if (found == modules.end()) return;
+    add_lora(input, r, found->second, adapted->adapter->rank, adapted->adapter->scaling, rounding_,
+             output);
+  };
   model::rope_cos_sin(inv_freq_, positions, rounding_, cos, sin);
 
   try {
@@ -326,6 +367,9 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
              k);
       linear(normed, r, c.hidden_size, w.v_proj, static_cast<int>(kv_width), w.v_bias, rounding_,
              v);
+      lora(layer, methods::LoraTarget::q_proj, normed, q);
+      lora(layer, methods::LoraTarget::k_proj, normed, k);
+      lora(layer, methods::LoraTarget::v_proj, normed, v);
       if (keep_pre_rope) {
         std::copy(q.begin(), q.end(), q_pre_rope.begin());
         std::copy(k.begin(), k.end(), k_pre_rope.begin());
@@ -404,14 +448,18 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
       }
 
       linear(attn, r, static_cast<int>(q_width), w.o_proj, c.hidden_size, {}, rounding_, proj);
+      lora(layer, methods::LoraTarget::o_proj, attn, proj);
       if (keep_residual) std::copy(x.begin(), x.end(), residual_before.begin());
       residual_add(x, proj, rounding_);
       if (keep_residual) observer->on_attention_residual(layer, residual_before, x);
       rms_norm(x, w.post_attention_norm, c.hidden_size, eps, rounding_, normed);
       linear(normed, r, c.hidden_size, w.gate_proj, c.intermediate_size, {}, rounding_, gate);
       linear(normed, r, c.hidden_size, w.up_proj, c.intermediate_size, {}, rounding_, up);
+      lora(layer, methods::LoraTarget::gate_proj, normed, gate);
+      lora(layer, methods::LoraTarget::up_proj, normed, up);
       silu_mul(gate, up, rounding_, gate);
       linear(gate, r, c.intermediate_size, w.down_proj, c.hidden_size, {}, rounding_, proj);
+      lora(layer, methods::LoraTarget::down_proj, gate, proj);
       residual_add(x, proj, rounding_);
     }
   } catch (...) {

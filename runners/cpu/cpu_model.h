@@ -124,6 +124,11 @@ class CpuModel final : public unit::InferenceEngine {
   LogitMatrix decode_step_observed(std::span<unit::SequenceCache* const> caches,
                                    std::span<const std::int32_t> tokens,
                                    unit::DecodeObserver& observer) override;
+  // RestoreKV's restore pass: forward() from the artefacts' embeddings (rounded to bf16 in bf16
+  // mode, as kvpress casts them to the model dtype) with their LoRA adapter (runners/cpu/lora.h)
+  // added to every targeted projection; no observer, no logits.
+  void append_restore_rows(unit::SequenceCache& cache,
+                           const methods::RestoreArtefacts& artefacts) override;
   // The CPU backend allocates as it goes: every cell of a unit may run at once.
   int max_concurrent_cells(const unit::UnitDemand& demand) override;
   bool concurrent_cache_ops() const override { return true; }
@@ -133,10 +138,18 @@ class CpuModel final : public unit::InferenceEngine {
   LogitMatrix observed_decode(std::span<SequenceState* const> batch,
                               std::span<const std::int32_t> tokens,
                               PrefillObserver* observer) const;
-  // The shared forward: every sequence's tokens as one stack of rows.
+  // Rows that enter as embeddings, with a LoRA adapter active (append_restore_rows).
+  struct AdaptedRows {
+    std::span<const float> embeddings;    // [rows, hidden], in the model dtype
+    const methods::LoraAdapter* adapter;  // in the model dtype (adapter_in_model_dtype)
+  };
+  // The shared forward: every sequence's tokens as one stack of rows. With `adapted` (one
+  // sequence), its rows' inputs are adapted->embeddings instead of the tokens' (whose ids are then
+  // only counted) and the adapter's LoRA terms are added to the projections.
   std::vector<LogitMatrix> forward(std::span<SequenceState* const> states,
                                    std::span<const std::span<const std::int32_t>> tokens,
-                                   LogitRows rows, PrefillObserver* observer) const;
+                                   LogitRows rows, PrefillObserver* observer,
+                                   const AdaptedRows* adapted = nullptr) const;
 
   const model::ModelWeights& weights_;
   AttentionBackend backend_;

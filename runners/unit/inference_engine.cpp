@@ -28,6 +28,15 @@ LogitMatrix InferenceEngine::observed_prefill(SequenceCache& cache,
                               "with decoding = true); run such cells on the cpu device");
 }
 
+void InferenceEngine::append_restore_rows(SequenceCache& cache,
+                                          const methods::RestoreArtefacts& artefacts) {
+  (void)cache;
+  (void)artefacts;
+  throw std::invalid_argument("the " + std::string(device_name(device())) +
+                              " engine cannot run RestoreKV's LoRA restore pass; run such cells "
+                              "on the cpu device");
+}
+
 void check_selection_shape(const methods::Selection& selection, int num_layers, int num_kv_heads) {
   if (selection.kept.size() != static_cast<std::size_t>(num_layers)) {
     throw std::invalid_argument("the selection has " + std::to_string(selection.kept.size()) +

@@ -35,6 +35,7 @@
 #include "base/logit_matrix.h"
 #include "methods/extra_pass.h"
 #include "methods/method.h"
+#include "methods/restorekv_artefacts.h"
 #include "runners/model/model_config.h"
 #include "runners/model/model_weights.h"
 #include "runners/unit/prefill_capture.h"
@@ -242,6 +243,13 @@ class InferenceEngine {
   // the device (the CPU engine has it).
   virtual LogitMatrix observed_prefill(SequenceCache& cache, std::span<const std::int32_t> tokens,
                                        LogitRows rows, methods::PassObserver& observer);
+  // RestoreKV (methods/restorekv.h): runs the artefacts' restore embeddings (in place of token
+  // embeddings) through the model with their LoRA adapter active, on top of `cache`, appending
+  // their keys and values at the next n positions; no logits. Throws std::invalid_argument when
+  // the artefacts do not fit the model; the default refuses naming the device (the CPU engine
+  // has it).
+  virtual void append_restore_rows(SequenceCache& cache,
+                                   const methods::RestoreArtefacts& artefacts);
 
   // decode_step that also calls `observer` once per layer with the step's rows
   // (DecodeLayerView): what decode-time compression buffers (kvpress DecodingPress's hidden

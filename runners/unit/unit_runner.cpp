@@ -314,13 +314,39 @@ const methods::ExtraPassResult* pass_for_cell(const CellSpec& cell, const ExtraP
 // Evicts `cache` (holding positions 0..b-1, nothing evicted) down to the selection and records
 // the cell's kept counts; a selection of the wrong shape or with positions the cache does not hold
 // fails the cell.
-bool evict_cell(const InferenceEngine& engine, const CellSpec& cell,
-                const methods::Selection* selection, SequenceCache& cache, CellResult& result) {
+bool evict_cell(InferenceEngine& engine, const CellSpec& cell, const methods::Selection* selection,
+                SequenceCache& cache, CellResult& result) {
   const std::int64_t layers = cache.num_layers(), heads = cache.num_kv_heads();
   result.candidate_entries = static_cast<std::int64_t>(result.boundary) * layers * heads;
   if (selection != nullptr) {
+    // RestoreKV (methods/restorekv.h): its restore rows join the full cache first (a forward on
+    // the engine: one at a time, also when cells are evicted in parallel) and every head keeps
+    // them.
+    methods::Selection with_restore_rows;
+    if (selection->restore_rows != nullptr) {
+      const std::int64_t first = cache.original_length();
+      std::string restore_error;  // (an exception must not leave the critical section)
+#pragma omp critical(kvaudit_engine_forward)
+      {
+        try {
+          engine.append_restore_rows(cache, *selection->restore_rows);
+        } catch (const std::exception& error) {
+          restore_error = error.what();
+        }
+      }
+      if (!restore_error.empty()) {
+        result.status = CellStatus::failed;
+        result.error = "method " + cell.method->name() + ": " + restore_error;
+        return false;
+      }
+      with_restore_rows.kept = selection->kept;
+      for (auto& layer : with_restore_rows.kept)
+        for (auto& head : layer)
+          for (std::int64_t p = first; p < cache.original_length(); ++p)
+            head.push_back(static_cast<std::int32_t>(p));
+    }
     try {
-      cache.retain(*selection);
+      cache.retain(selection->restore_rows != nullptr ? with_restore_rows : *selection);
     } catch (const std::exception& error) {
       result.status = CellStatus::failed;
       result.error =

@@ -142,9 +142,10 @@ std::vector<InputFile> list_input_files(const Manifest& m) {
   }
   // Files method configs name (methods::ParamType::path: learned artefacts, head scores).
   for (const MethodFileParameter& f : method_file_parameters(m)) {
-    if (is_file(f.file))
-      out.push_back(
-          {"methods." + f.config->name + "." + f.param->name, f.file.filename().string(), f.file});
+    const std::string field = "methods." + f.config->name + "." + f.param->name;
+    for (const std::string& member : f.param->directory_files)  // a directory parameter's files
+      add_if_file(out, field, f.file, member);
+    if (is_file(f.file)) out.push_back({field, f.file.filename().string(), f.file});
   }
   return out;
 }

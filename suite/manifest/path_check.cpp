@@ -83,8 +83,24 @@ std::vector<std::string> check_paths(const Manifest& m) {
     const SourcePos where = at != cfg.param_pos.end() ? at->second : cfg.pos;
     const std::string field = "methods." + cfg.name + "." + p.name;
     std::error_code ec;
+    std::string missing_member;  // a directory parameter's file that is not there
+    for (const std::string& member : p.directory_files)
+      if (missing_member.empty() && !fs::is_regular_file(file / member, ec))
+        missing_member = member;
     if (!fs::exists(file, ec)) {
       diag.error(where, field, file.string() + " does not exist");
+    } else if (!p.directory_files.empty()) {
+      if (!fs::is_directory(file, ec)) {
+        diag.error(where, field, file.string() + " is not a directory");
+      } else if (!missing_member.empty()) {
+        diag.error(where, field, file.string() + " has no " + missing_member);
+      } else if (p.check_file) {
+        try {
+          p.check_file(file.string());
+        } catch (const std::exception& e) {
+          diag.error(where, field, file.string() + ": " + e.what());
+        }
+      }
     } else if (!fs::is_regular_file(file, ec)) {
       diag.error(where, field, file.string() + " is not a regular file");
     } else if (!std::ifstream(file, std::ios::binary)) {

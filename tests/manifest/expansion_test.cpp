@@ -49,9 +49,9 @@ TEST(Expansion, EveryMethodManifestNamesEveryCatalogueMethod) {
   }
   const Expansion ex = expand(m);
   ASSERT_EQ(ex.units.size(), 1u);
-  // 50 configurations (kvzip, duo_attention and composed twice each) at one budget each + full
-  // KV, x 2 protocols.
-  EXPECT_EQ(ex.units.front().n_cells, (50u + 1u) * 2u);
+  // 52 configurations (kvzip, duo_attention, composed and dms twice each) at one budget each +
+  // full KV, x 2 protocols.
+  EXPECT_EQ(ex.units.front().n_cells, (52u + 1u) * 2u);
 }
 
 TEST(Expansion, IdsAreUniqueSortedAndRecomputable) {

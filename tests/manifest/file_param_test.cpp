@@ -98,5 +98,48 @@ TEST(FileParameters, TheFileIsFingerprintedAndAChangeRefusesTheRun) {
   }
 }
 
+// A directory parameter (ParamSpec::directory_files; restorekv's PEFT `adapter`): a directory
+// holding each named file, checked as a whole by check_file, each file fingerprinted.
+TEST(FileParameters, ADirectoryParameterNeedsItsFilesAndFingerprintsEach) {
+  const fs::path source = test::source_path("tests/golden/artefacts/restorekv_tiny_llama");
+  const fs::path dir = test::one_method_study(
+      "fileparam_directory", "rk",
+      "method = \"restorekv\"\nrestore_embeddings = \"a/restore_embeddings.safetensors\"\n"
+      "adapter = \"a\"");
+  fs::create_directories(dir / "a");
+  for (const char* f : {"restore_embeddings.safetensors", "adapter_config.json"})
+    fs::copy_file(source / f, dir / "a" / f);
+  const Manifest m = load_manifest(dir / "study.toml");
+  const std::string at = fs::absolute(dir / "a").lexically_normal().string();
+  auto lines = check_paths(m);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("methods.rk.adapter: " + at + " has no adapter_model.safetensors"),
+            std::string::npos)
+      << lines[0];
+  fs::copy_file(source / "adapter_model.safetensors", dir / "a" / "adapter_model.safetensors");
+  EXPECT_TRUE(check_paths(m).empty());
+  std::vector<std::string> got;
+  for (const auto& f : list_input_files(m)) got.push_back(f.input + " " + f.file);
+  EXPECT_EQ(got, (std::vector<std::string>{"models.m.path m.gguf",
+                                           "methods.rk.restore_embeddings "
+                                           "restore_embeddings.safetensors",
+                                           "methods.rk.adapter adapter_config.json",
+                                           "methods.rk.adapter adapter_model.safetensors"}));
+  // The directory's content is checked as a whole (here: its config is not JSON).
+  test::write_file(dir / "a" / "adapter_config.json", "not json");
+  lines = check_paths(m);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("methods.rk.adapter: " + at + ": adapter_config.json"), std::string::npos)
+      << lines[0];
+  // A file is not a directory.
+  const fs::path other = test::one_method_study("fileparam_directory_file", "rk",
+                                                "method = \"restorekv\"\nrestore_embeddings = "
+                                                "\"e.safetensors\"\nadapter = \"e.safetensors\"");
+  fs::copy_file(source / "restore_embeddings.safetensors", other / "e.safetensors");
+  lines = check_paths(load_manifest(other / "study.toml"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("e.safetensors is not a directory"), std::string::npos) << lines[0];
+}
+
 }  // namespace
 }  // namespace kvaudit::manifest

@@ -87,6 +87,9 @@ const std::map<std::string, std::string> kSampleFiles = {
     {"fastkvzip.gates", "tests/golden/artefacts/fastkvzip_gates_f32.safetensors"},
     {"lukv.curve", "tests/golden/kvpress/artefacts/lukv_curve_llama.npy"},
     {"kvzap.model", "tests/golden/artefacts/kvzap_mlp_tiny/model.safetensors"},
+    {"restorekv.restore_embeddings",
+     "tests/golden/artefacts/restorekv_tiny_llama/restore_embeddings.safetensors"},
+    {"restorekv.adapter", "tests/golden/artefacts/restorekv_tiny_llama"},
     // sample files: insert "id.param" entries before this line
 };
 

@@ -2,7 +2,9 @@
 // InferenceEngine must have, so the optional ones (observed_pass for KVzip's extra pass,
 // decode_step_observed for decode-time compression) keep the interface's refusing defaults — as
 // the CUDA engine has them today. Tests use it to show that cells needing those features fail
-// alone, with the engine's message, while the other cells and the unit carry on.
+// alone, with the engine's message, while the other cells and the unit carry on. With
+// `with_extra_pass` it also forwards observed_pass (so that a cell gets past KVzip's pass and meets
+// the next refusal, e.g. RestoreKV's restore pass).
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,13 @@ namespace kvaudit::unit::testing {
 
 class CoreOnlyEngine final : public InferenceEngine {
  public:
-  explicit CoreOnlyEngine(cpu::CpuModel& inner) : inner_(inner) {}
+  explicit CoreOnlyEngine(cpu::CpuModel& inner, bool with_extra_pass = false)
+      : inner_(inner), with_extra_pass_(with_extra_pass) {}
+  void observed_pass(SequenceCache& cache, std::span<const std::int32_t> tokens,
+                     methods::PassObserver& observer) override {
+    if (!with_extra_pass_) return InferenceEngine::observed_pass(cache, tokens, observer);
+    inner_.observed_pass(cache, tokens, observer);
+  }
   const model::ModelConfig& config() const override { return inner_.config(); }
   std::span<const float> rope_inv_freq() const override { return inner_.rope_inv_freq(); }
   AttentionBackend attention_backend() const override { return inner_.attention_backend(); }
@@ -50,6 +58,7 @@ class CoreOnlyEngine final : public InferenceEngine {
 
  private:
   cpu::CpuModel& inner_;
+  bool with_extra_pass_;
 };
 
 }  // namespace kvaudit::unit::testing
