@@ -45,7 +45,8 @@ struct RawTensor {
 
 RawTensor f32(std::vector<std::int64_t> shape, const std::vector<float>& values) {
   RawTensor t{"F32", std::move(shape), std::vector<unsigned char>(values.size() * 4)};
-  std::memcpy(t.data.data(), values.data(), t.data.size());  // little-endian host
+  if (!values.empty())  // (an empty tensor: no bytes; memcpy must not get a null pointer)
+    std::memcpy(t.data.data(), values.data(), t.data.size());  // little-endian host
   return t;
 }
 
