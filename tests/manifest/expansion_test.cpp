@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <unordered_set>
 
@@ -52,6 +53,33 @@ TEST(Expansion, EveryMethodManifestNamesEveryCatalogueMethod) {
   // 52 configurations (kvzip, duo_attention, composed and dms twice each) at one budget each +
   // full KV, x 2 protocols.
   EXPECT_EQ(ex.units.front().n_cells, (52u + 1u) * 2u);
+}
+
+TEST(Expansion, QuickstartBf16CandidateCountsAndBlocks) {
+  const Manifest m = load("manifests/quickstart-bf16.toml");
+  const Expansion ex = expand(m);
+  ASSERT_EQ(ex.grids.size(), 3u);
+  const auto grid = [&](const std::string& name) -> const GridCount& {
+    for (const GridCount& g : ex.grids) {
+      if (g.grid == name) return g;
+    }
+    throw std::runtime_error("no grid " + name);
+  };
+  // methods: 4 tasks x 8 instances, (5 methods x 2 ratios + full) x 2 protocols under sdpa.
+  EXPECT_EQ(grid("methods").units, 32);
+  EXPECT_EQ(grid("methods").cells_per_unit, 22);
+  // eager: the same instances under eager, one method at one ratio + full, query-aware only.
+  EXPECT_EQ(grid("eager").units, 32);
+  EXPECT_EQ(grid("eager").cells_per_unit, 2);
+  // tokenizer-check: 2 tasks x 4 instances (the plan's tokenizer check excludes most of them).
+  EXPECT_EQ(grid("tokenizer-check").units, 8);
+  EXPECT_EQ(ex.cells.size(), 32u * 22u + 32u * 2u + 8u * 2u);
+  ASSERT_EQ(m.certifications.size(), 2u);
+  for (const auto& block : m.certifications) {
+    EXPECT_EQ(block.calibration + block.test, 8);
+    EXPECT_DOUBLE_EQ(block.epsilon, 0.25);
+  }
+  EXPECT_EQ(m.models.front().dtype, "bf16");
 }
 
 TEST(Expansion, IdsAreUniqueSortedAndRecomputable) {
