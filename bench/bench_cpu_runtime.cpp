@@ -1,15 +1,19 @@
 // Benchmarks of the CPU reference backend (runners/cpu) on a real model:
-//   BM_Prefill/<backend>/<tokens>   prefill of 512, 1024, 2048 tokens (logits of the last token)
-//   BM_Decode/<backend>/<batch>     decode steps for batch 1, 8, 32, each sequence on top of its
-//   own
-//                                   512-token prefilled context (16 steps per iteration)
+//   BM_Prefill/bf16:<0|1>/sdpa:<0|1>/tokens:<n>  prefill of 512, 1024, 2048 tokens (logits of the
+//                                                last token)
+//   BM_Decode/bf16:<0|1>/sdpa:<0|1>/batch:<n>    decode steps for batch 1, 8, 32, each sequence on
+//                                                top of its own 512-token prefilled context (16
+//                                                steps per iteration)
+// bf16:0 runs the model as loaded (f32); bf16:1 the same model cast to bf16
+// (runners/model/formats/bf16_cast.h, transformers' torch_dtype=bfloat16), whose GEMMs take the
+// AVX512-BF16 kernel where the CPU has it (KVAUDIT_CPU_BF16_KERNEL=0: the f32 sgemm path).
 // Counter `tokens_per_s` = tokens processed per wall-clock second (prefill: prompt tokens; decode:
 // batch × steps). The model is read from $KVAUDIT_BENCH_MODEL (an HF directory or a .gguf file;
 // default models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf, dequantized to f32).
 //
-//   build/bench/bench_cpu_runtime --benchmark_counters_tabular=true
-// Threads: OMP_NUM_THREADS (attention, element-wise) and OPENBLAS_NUM_THREADS (GEMMs); main()
-// first makes sure OpenBLAS runs its fast kernels (runners/cpu/openblas_core.h).
+//   build/bench/bench_cpu_runtime --benchmark_counters_tabular=true --benchmark_min_time=1
+// Threads: OMP_NUM_THREADS (one OpenMP pool: attention, element-wise, and the GEMMs as per-thread
+// slices); main() first makes sure OpenBLAS runs its fast kernels (runners/cpu/openblas_core.h).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -22,7 +26,9 @@
 #include <vector>
 
 #include "runners/cpu/cpu_model.h"
+#include "runners/cpu/linear_bf16.h"
 #include "runners/cpu/openblas_core.h"
+#include "runners/model/formats/bf16_cast.h"
 #include "runners/model/formats/load_weights.h"
 
 namespace {
@@ -42,13 +48,14 @@ std::string model_path() {
                               "/models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
-// The model, loaded once; the load error (if any) is reported by every benchmark.
+// The model, loaded once (and its bf16 cast, made once when first asked for); the load error (if
+// any) is reported by every benchmark.
 struct LoadedModel {
   std::unique_ptr<kvaudit::model::ModelWeights> weights;
   std::string error;
 };
 
-const LoadedModel& loaded_model() {
+const LoadedModel& loaded_f32_model() {
   static const LoadedModel model = [] {
     LoadedModel m;
     try {
@@ -63,6 +70,25 @@ const LoadedModel& loaded_model() {
   return model;
 }
 
+const LoadedModel& loaded_bf16_model() {
+  static const LoadedModel model = [] {
+    const LoadedModel& f32 = loaded_f32_model();
+    LoadedModel m;
+    if (!f32.weights) {
+      m.error = f32.error;
+      return m;
+    }
+    m.weights = std::make_unique<kvaudit::model::ModelWeights>(*f32.weights);
+    kvaudit::model::cast_weights_to_bf16(*m.weights);
+    return m;
+  }();
+  return model;
+}
+
+const LoadedModel& loaded_model(const benchmark::State& state) {
+  return state.range(0) == 0 ? loaded_f32_model() : loaded_bf16_model();
+}
+
 std::vector<std::int32_t> prompt_tokens(int count, int vocab, std::uint64_t seed) {
   std::mt19937_64 engine(seed);
   std::uniform_int_distribution<std::int32_t> dist(0, vocab - 1);
@@ -72,17 +98,17 @@ std::vector<std::int32_t> prompt_tokens(int count, int vocab, std::uint64_t seed
 }
 
 AttentionBackend backend_of(const benchmark::State& state) {
-  return state.range(0) == 0 ? AttentionBackend::eager : AttentionBackend::sdpa;
+  return state.range(1) == 0 ? AttentionBackend::eager : AttentionBackend::sdpa;
 }
 
 void BM_Prefill(benchmark::State& state) {
-  const LoadedModel& loaded = loaded_model();
+  const LoadedModel& loaded = loaded_model(state);
   if (!loaded.weights) {
     state.SkipWithError(loaded.error.c_str());
     return;
   }
   CpuModel model(*loaded.weights, backend_of(state));
-  const int tokens = static_cast<int>(state.range(1));
+  const int tokens = static_cast<int>(state.range(2));
   const std::vector<std::int32_t> prompt = prompt_tokens(tokens, model.config().vocab_size, 1);
   for (auto _ : state) {
     SequenceState sequence = model.new_sequence();
@@ -93,13 +119,13 @@ void BM_Prefill(benchmark::State& state) {
 }
 
 void BM_Decode(benchmark::State& state) {
-  const LoadedModel& loaded = loaded_model();
+  const LoadedModel& loaded = loaded_model(state);
   if (!loaded.weights) {
     state.SkipWithError(loaded.error.c_str());
     return;
   }
   CpuModel model(*loaded.weights, backend_of(state));
-  const int batch = static_cast<int>(state.range(1));
+  const int batch = static_cast<int>(state.range(2));
   const int vocab = model.config().vocab_size;
   std::vector<SequenceState> prefilled;
   for (int i = 0; i < batch; ++i) {
@@ -125,27 +151,22 @@ void BM_Decode(benchmark::State& state) {
 }
 
 void prefill_arguments(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"sdpa", "tokens"});
-  for (int backend : {0, 1})
-    for (int tokens : {512, 1024, 2048}) b->Args({backend, tokens});
+  b->ArgNames({"bf16", "sdpa", "tokens"});
+  for (int bf16 : {0, 1})
+    for (int backend : {0, 1})
+      for (int tokens : {512, 1024, 2048}) b->Args({bf16, backend, tokens});
 }
 
 void decode_arguments(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"sdpa", "batch"});
-  for (int backend : {0, 1})
-    for (int batch : {1, 8, 32}) b->Args({backend, batch});
+  b->ArgNames({"bf16", "sdpa", "batch"});
+  for (int bf16 : {0, 1})
+    for (int backend : {0, 1})
+      for (int batch : {1, 8, 32}) b->Args({bf16, backend, batch});
 }
 
-BENCHMARK(BM_Prefill)
-    ->Apply(prefill_arguments)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->MinTime(2.0);
-BENCHMARK(BM_Decode)
-    ->Apply(decode_arguments)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->MinTime(2.0);
+// (no MinTime here: --benchmark_min_time applies; docs/PERFORMANCE.md uses 1 or 2 seconds)
+BENCHMARK(BM_Prefill)->Apply(prefill_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Decode)->Apply(decode_arguments)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
@@ -155,6 +176,9 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("openblas_core", core);
   benchmark::AddCustomContext("omp_max_threads", std::to_string(omp_get_max_threads()));
   benchmark::AddCustomContext("model", model_path());
+  benchmark::AddCustomContext("bf16_kernel", kvaudit::cpu::bf16_kernel_enabled()
+                                                 ? "avx512_bf16"
+                                                 : "off (f32 sgemm on bf16 values)");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -23,6 +23,7 @@
 #include "runners/cpu/elementwise.h"
 #include "runners/cpu/embedding.h"
 #include "runners/cpu/linear.h"
+#include "runners/cpu/linear_bf16.h"
 #include "runners/cpu/lora.h"
 #include "runners/cpu/rms_norm.h"
 #include "runners/cpu/rope.h"
@@ -56,6 +57,34 @@ CpuModel::CpuModel(const model::ModelWeights& weights, AttentionBackend backend,
         "CpuModelOptions: eager_query_chunk and sdpa_key_block must be >= 1");
   }
   inv_freq_ = model::rope_inv_freq(weights_.config.rope, weights_.config.head_dim);
+  const model::ModelConfig& c = weights_.config;
+  if (rounding_ == Rounding::bf16 && bf16_kernel_enabled()) {
+    const int q_width = c.num_heads * c.head_dim;
+    const int kv_width = c.num_kv_heads * c.head_dim;
+    const auto pack = [&](const std::vector<float>& weight, int out, int in, int layer,
+                          const char* tensor) {
+      return PackedBf16Weight(weight, out, in,
+                              weights_.source + ": layer " + std::to_string(layer) + " " + tensor);
+    };
+    std::vector<PackedLayer> packed;
+    packed.reserve(weights_.layers.size());
+    for (int layer = 0; layer < c.num_layers; ++layer) {
+      const model::LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
+      packed.push_back(
+          {.q = pack(w.q_proj, q_width, c.hidden_size, layer, "q_proj"),
+           .k = pack(w.k_proj, kv_width, c.hidden_size, layer, "k_proj"),
+           .v = pack(w.v_proj, kv_width, c.hidden_size, layer, "v_proj"),
+           .o = pack(w.o_proj, c.hidden_size, q_width, layer, "o_proj"),
+           .gate = pack(w.gate_proj, c.intermediate_size, c.hidden_size, layer, "gate_proj"),
+           .up = pack(w.up_proj, c.intermediate_size, c.hidden_size, layer, "up_proj"),
+           .down = pack(w.down_proj, c.hidden_size, c.intermediate_size, layer, "down_proj")});
+    }
+    packed_output_ = PackedBf16Weight(
+        weights_.output_projection(), c.vocab_size, c.hidden_size,
+        weights_.source +
+            (weights_.lm_head.empty() ? ": embed_tokens (tied output projection)" : ": lm_head"));
+    packed_layers_ = std::move(packed);
+  }
 }
 
 SequenceState CpuModel::new_sequence() const {
@@ -357,16 +386,29 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
              output);
   };
   model::rope_cos_sin(inv_freq_, positions, rounding_, cos, sin);
+  // A projection of the R rows: the bf16 kernel on its packed copy, else linear() on the weight.
+  const auto project = [&](std::span<const float> input, int in, const std::vector<float>& weight,
+                           const PackedBf16Weight* packed, int out, std::span<const float> bias,
+                           std::span<float> output) {
+    if (packed != nullptr) {
+      linear_bf16(input, r, in, *packed, bias, rounding_, output);
+    } else {
+      linear(input, r, in, weight, out, bias, rounding_, output);
+    }
+  };
 
   try {
     for (int layer = 0; layer < c.num_layers; ++layer) {
       const model::LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
+      const PackedLayer* packed =
+          packed_layers_.empty() ? nullptr : &packed_layers_[static_cast<std::size_t>(layer)];
       rms_norm(x, w.input_norm, c.hidden_size, eps, rounding_, normed);
-      linear(normed, r, c.hidden_size, w.q_proj, static_cast<int>(q_width), w.q_bias, rounding_, q);
-      linear(normed, r, c.hidden_size, w.k_proj, static_cast<int>(kv_width), w.k_bias, rounding_,
-             k);
-      linear(normed, r, c.hidden_size, w.v_proj, static_cast<int>(kv_width), w.v_bias, rounding_,
-             v);
+      project(normed, c.hidden_size, w.q_proj, packed ? &packed->q : nullptr,
+              static_cast<int>(q_width), w.q_bias, q);
+      project(normed, c.hidden_size, w.k_proj, packed ? &packed->k : nullptr,
+              static_cast<int>(kv_width), w.k_bias, k);
+      project(normed, c.hidden_size, w.v_proj, packed ? &packed->v : nullptr,
+              static_cast<int>(kv_width), w.v_bias, v);
       lora(layer, methods::LoraTarget::q_proj, normed, q);
       lora(layer, methods::LoraTarget::k_proj, normed, k);
       lora(layer, methods::LoraTarget::v_proj, normed, v);
@@ -447,18 +489,22 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
         }
       }
 
-      linear(attn, r, static_cast<int>(q_width), w.o_proj, c.hidden_size, {}, rounding_, proj);
+      project(attn, static_cast<int>(q_width), w.o_proj, packed ? &packed->o : nullptr,
+              c.hidden_size, {}, proj);
       lora(layer, methods::LoraTarget::o_proj, attn, proj);
       if (keep_residual) std::copy(x.begin(), x.end(), residual_before.begin());
       residual_add(x, proj, rounding_);
       if (keep_residual) observer->on_attention_residual(layer, residual_before, x);
       rms_norm(x, w.post_attention_norm, c.hidden_size, eps, rounding_, normed);
-      linear(normed, r, c.hidden_size, w.gate_proj, c.intermediate_size, {}, rounding_, gate);
-      linear(normed, r, c.hidden_size, w.up_proj, c.intermediate_size, {}, rounding_, up);
+      project(normed, c.hidden_size, w.gate_proj, packed ? &packed->gate : nullptr,
+              c.intermediate_size, {}, gate);
+      project(normed, c.hidden_size, w.up_proj, packed ? &packed->up : nullptr, c.intermediate_size,
+              {}, up);
       lora(layer, methods::LoraTarget::gate_proj, normed, gate);
       lora(layer, methods::LoraTarget::up_proj, normed, up);
       silu_mul(gate, up, rounding_, gate);
-      linear(gate, r, c.intermediate_size, w.down_proj, c.hidden_size, {}, rounding_, proj);
+      project(gate, c.intermediate_size, w.down_proj, packed ? &packed->down : nullptr,
+              c.hidden_size, {}, proj);
       lora(layer, methods::LoraTarget::down_proj, gate, proj);
       residual_add(x, proj, rounding_);
     }
@@ -491,8 +537,13 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
   }
   rms_norm(selected, weights_.final_norm, c.hidden_size, eps, rounding_, selected);
   std::vector<float> logits(logit_rows.size() * vocab);  // [rows with logits, vocab]
-  lm_head(selected, static_cast<int>(logit_rows.size()), c.hidden_size,
-          weights_.output_projection(), c.vocab_size, rounding_, logits);
+  if (uses_bf16_kernel()) {
+    linear_bf16(selected, static_cast<int>(logit_rows.size()), c.hidden_size, packed_output_, {},
+                rounding_, logits);
+  } else {
+    lm_head(selected, static_cast<int>(logit_rows.size()), c.hidden_size,
+            weights_.output_projection(), c.vocab_size, rounding_, logits);
+  }
 
   std::vector<LogitMatrix> result(n_seq);
   std::size_t next = 0;

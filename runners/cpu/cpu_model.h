@@ -19,6 +19,13 @@
 // avoids threads spin-waiting for a descheduled peer. Call ensure_fast_openblas_core()
 // (openblas_core.h) at the start of main.
 //
+// GEMMs of bf16 models: where the CPU has AVX512-BF16 (and KVAUDIT_CPU_BF16_KERNEL is not "0" when
+// the model is constructed), the constructor packs q/k/v/o/gate/up/down and the output projection
+// to bf16 once (a copy of half the f32 weights' size) and the forward runs them through
+// linear_bf16 (linear_bf16.h: exact bf16 products, fp32 sums in a fixed order, half the weight
+// bytes to read); otherwise, and for f32 models, linear()'s sgemm on the f32-held weights (the bf16
+// kernel's CPU twin). LoRA terms and KVgrad's backward always use linear().
+//
 // It is the CPU backend's unit::InferenceEngine (runners/unit/inference_engine.h): the fan-out
 // drives it through that interface; the SequenceState-typed calls below are the same operations.
 //
@@ -33,6 +40,7 @@
 
 #include "base/attention_backend.h"
 #include "base/logit_matrix.h"
+#include "runners/cpu/linear_bf16.h"
 #include "runners/cpu/numerics.h"
 #include "runners/cpu/prefill_observer.h"
 #include "runners/cpu/sequence_state.h"
@@ -74,6 +82,9 @@ class CpuModel final : public unit::InferenceEngine {
     return &weights == &weights_;
   }
   Rounding rounding() const { return rounding_; }
+  // Whether the projections run on the AVX512-BF16 kernel (a bf16 model on a CPU that has it,
+  // KVAUDIT_CPU_BF16_KERNEL not "0" at construction).
+  bool uses_bf16_kernel() const { return !packed_layers_.empty(); }
   // RoPE inverse frequencies [head_dim / 2] as HF computes them (default or llama3 scaling).
   std::span<const float> rope_inv_freq() const override { return inv_freq_; }
 
@@ -156,6 +167,12 @@ class CpuModel final : public unit::InferenceEngine {
   CpuModelOptions options_;
   Rounding rounding_;
   std::vector<float> inv_freq_;  // [head_dim / 2]
+  // The bf16 kernel's packed weights (uses_bf16_kernel()); empty for the linear() path.
+  struct PackedLayer {
+    PackedBf16Weight q, k, v, o, gate, up, down;
+  };
+  std::vector<PackedLayer> packed_layers_;  // [num_layers] or empty
+  PackedBf16Weight packed_output_;          // lm_head, or embed_tokens when tied
 };
 
 }  // namespace kvaudit::cpu

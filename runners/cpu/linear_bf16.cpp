@@ -1,0 +1,459 @@
+// The AVX512-BF16 GEMM of bf16 linear layers; see linear_bf16.h for the formula and numerics.
+//
+// Two micro-kernels give the same bits (so which one runs never shows in a result):
+//  * dpbf16: a register tile of up to 6 rows × 4 blocks of 16 outputs (24 accumulators, 4 weight
+//    vectors and 1 broadcast x pair in the 32 zmm registers). For each input pair p in order, every
+//    accumulator takes one VDPBF16PS with its block's 16 weight pairs and its row's x pair. It
+//    reads the packed bf16 weights directly: half the bytes of f32, which is what decoding is bound
+//    by. Cache blocking: a thread's output slice is cut into panels of about kPanelBytes of packed
+//    weights (a multiple of 64 outputs) that stay in L2 while the row tiles stream past them.
+//  * fma: the same tile shape over fp32 copies of the weights and x, with two VFMADD231PS per pair
+//    in VDPBF16PS's order (x[2p+1]·w[2p+1], then x[2p]·w[2p]), MXCSR set to round-to-nearest-even
+//    with denormals read as zero and results flushed (DAZ, FTZ), as VDPBF16PS does. A bf16 product
+//    is exact in fp32, so each FMA rounds exactly the sum VDPBF16PS rounds. It runs for at least
+//    kFmaMinRows rows, where widening the weights to fp32 is paid back: VDPBF16PS issues at a
+//    quarter of the VFMADD231PS rate on this Sapphire Rapids VM (0.85 G/s vs 3.4 G/s on one core,
+//    12 independent chains), i.e. half the multiply-adds, so compute-bound prefill GEMMs run faster
+//    as fp32 FMAs on bf16-exact values. Cache blocking: per 64 outputs and kFmaBlockPairs input
+//    pairs, the weights are widened into an L1-sized buffer that the row tiles of a block of
+//    kFmaBlockRows rows then read; partial sums wait in y between K blocks (fp32 stored and
+//    reloaded: exact, the order per output unchanged). It is used only where a probe finds this
+//    CPU's VDPBF16PS summing in the SDM's order (otherwise every row count runs dpbf16).
+// Nothing about a tile (its row or block count) changes the operations one output sees, hence row
+// invariance. Threads: the slices of linear() (multiples of 64 outputs, one per OpenMP thread; one
+// thread inside a parallel region or for small products); x is rounded to bf16 once per call.
+#include "runners/cpu/linear_bf16.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <iomanip>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "runners/cpu/shape_check.h"
+#include "runners/model/bf16.h"
+
+#define KVAUDIT_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+namespace kvaudit::cpu {
+namespace {
+
+constexpr int kBlock = 16;       // outputs per zmm register
+constexpr int kTileRows = 6;     // rows per register tile
+constexpr int kTileBlocks = 4;   // blocks of 16 outputs per register tile
+constexpr int kSliceAlign = 64;  // thread slices: whole tiles (as linear())
+static_assert(kSliceAlign == kTileBlocks * kBlock);
+// Below this many multiply-adds a GEMM runs on one thread (as linear()).
+constexpr double kParallelWork = 1 << 18;
+// dpbf16: packed weight bytes per cache panel (L2 is 1-2 MiB per core on AVX512-BF16 CPUs).
+constexpr std::size_t kPanelBytes = 512 * 1024;
+// fma: pairs per K block (its widened weights, 64 outputs × 2 × this × 4 bytes, stay in L1).
+constexpr std::size_t kFmaBlockPairs = 64;
+// fma: rows per block (a multiple of 6; their x and y for one K block stay in L2).
+constexpr int kFmaBlockRows = 192;
+// From this many rows on, the fma kernel (same bits) runs.
+constexpr int kFmaMinRows = 12;
+// MXCSR: round-to-nearest-even (bits 13-14 clear), flush-to-zero (bit 15), denormals-are-zero
+// (bit 6).
+constexpr unsigned kMxcsrRounding = 0x6000u;
+constexpr unsigned kMxcsrFtzDaz = 0x8040u;
+// The maskz_ forms of shifts and permutes with every lane selected: GCC 12's plain forms trip
+// -Wmaybe-uninitialized on their undefined pass-through operand.
+constexpr __mmask16 kAllLanes = 0xffff;
+
+struct TileArgs {
+  const void* x;             // the tile's first row: x pairs (dpbf16) or x floats (fma)
+  std::size_t x_stride;      // elements from one row of x to the next
+  const void* w;             // the tile's first block
+  std::size_t block_stride;  // elements from one block of 16 outputs to the next
+  std::size_t step_stride;   // elements from one step (pair or element) to the next
+  int steps;                 // pairs (dpbf16) or 2 × pairs (fma)
+  float* y;                  // the tile's first row and output
+  std::size_t y_stride;
+  unsigned last_mask;  // valid outputs of the tile's last block (bit i: output i)
+  bool load_y;         // fma: continue the sums held in y (a later K block) instead of from 0
+};
+
+template <int MR, int NB>
+KVAUDIT_BF16_TARGET inline void store_tile(const TileArgs& a, const __m512 (&acc)[MR][NB]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    float* yr = a.y + r * a.y_stride;
+#pragma GCC unroll 8
+    for (int b = 0; b < NB - 1; ++b) _mm512_storeu_ps(yr + b * kBlock, acc[r][b]);
+    _mm512_mask_storeu_ps(yr + (NB - 1) * kBlock, static_cast<__mmask16>(a.last_mask),
+                          acc[r][NB - 1]);
+  }
+}
+
+// y[MR rows][NB × 16 outputs] = x · Wᵀ, VDPBF16PS per pair in order. w: [block][pair][16] lanes.
+template <int MR, int NB>
+KVAUDIT_BF16_TARGET void dpbf16_tile(const TileArgs& a) {
+  __m512 acc[MR][NB];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_setzero_ps();
+  }
+  const std::uint32_t* w = static_cast<const std::uint32_t*>(a.w);
+  const std::uint32_t* x = static_cast<const std::uint32_t*>(a.x);
+  for (int p = 0; p < a.steps; ++p, w += a.step_stride, ++x) {
+    __m512bh wv[NB];
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b) wv[b] = (__m512bh)_mm512_load_si512(w + b * a.block_stride);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512bh xv = (__m512bh)_mm512_set1_epi32(static_cast<int>(x[r * a.x_stride]));
+#pragma GCC unroll 8
+      for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_dpbf16_ps(acc[r][b], wv[b], xv);
+    }
+  }
+  store_tile<MR, NB>(a, acc);
+}
+
+// The same with one FMA per element over a block of steps, elements in VDPBF16PS's order (widened
+// weights [steps][NB][16] floats, x [row][2 × pairs], both odd element first), starting from 0 or
+// from the sums in y (exact: fp32 stored and reloaded). Runs under kMxcsrFtzDaz.
+template <int MR, int NB>
+KVAUDIT_BF16_TARGET void fma_tile(const TileArgs& a) {
+  __m512 acc[MR][NB];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const float* yr = a.y + r * a.y_stride;
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b) {
+      const __mmask16 mask = static_cast<__mmask16>(b == NB - 1 ? a.last_mask : 0xffffu);
+      acc[r][b] = a.load_y ? _mm512_maskz_loadu_ps(mask, yr + b * kBlock) : _mm512_setzero_ps();
+    }
+  }
+  const float* w = static_cast<const float*>(a.w);
+  const float* x = static_cast<const float*>(a.x);
+  for (int k = 0; k < a.steps; ++k, w += a.step_stride, ++x) {
+    __m512 wv[NB];
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b) wv[b] = _mm512_load_ps(w + b * a.block_stride);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m512 xv = _mm512_set1_ps(x[r * a.x_stride]);
+#pragma GCC unroll 8
+      for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_fmadd_ps(wv[b], xv, acc[r][b]);
+    }
+  }
+  store_tile<MR, NB>(a, acc);
+}
+
+using TileFn = void (*)(const TileArgs&);
+
+template <int MR>
+struct TileRow {
+  static constexpr TileFn dpbf16[kTileBlocks] = {&dpbf16_tile<MR, 1>, &dpbf16_tile<MR, 2>,
+                                                 &dpbf16_tile<MR, 3>, &dpbf16_tile<MR, 4>};
+  static constexpr TileFn fma[kTileBlocks] = {&fma_tile<MR, 1>, &fma_tile<MR, 2>, &fma_tile<MR, 3>,
+                                              &fma_tile<MR, 4>};
+};
+
+constexpr const TileFn* kDpbf16Tiles[kTileRows] = {TileRow<1>::dpbf16, TileRow<2>::dpbf16,
+                                                   TileRow<3>::dpbf16, TileRow<4>::dpbf16,
+                                                   TileRow<5>::dpbf16, TileRow<6>::dpbf16};
+constexpr const TileFn* kFmaTiles[kTileRows] = {TileRow<1>::fma, TileRow<2>::fma, TileRow<3>::fma,
+                                                TileRow<4>::fma, TileRow<5>::fma, TileRow<6>::fma};
+
+// Pairs [first_pair, first_pair + count) of `blocks` consecutive packed blocks → fp32
+// [2 × count][blocks][16] (one stream): step 2p holds w[2p+1] (a lane's high half), step 2p + 1
+// holds w[2p] (the low half).
+KVAUDIT_BF16_TARGET void widen_block(const std::uint32_t* packed, std::size_t pairs, int blocks,
+                                     std::size_t first_pair, std::size_t count, float* out) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const std::size_t packed_block = pairs * kBlock;
+  const std::size_t step = static_cast<std::size_t>(blocks) * kBlock;
+  for (std::size_t p = 0; p < count; ++p, out += 2 * step) {
+    for (int b = 0; b < blocks; ++b) {
+      const __m512i v = _mm512_load_si512(packed + b * packed_block + (first_pair + p) * kBlock);
+      _mm512_store_ps(out + b * kBlock, _mm512_castsi512_ps(_mm512_and_si512(v, high)));
+      _mm512_store_ps(out + step + b * kBlock,
+                      _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAllLanes, v, 16)));
+    }
+  }
+}
+
+// x [rows, in] rounded to bf16 (round-to-nearest-even, NaN kept quiet, as model::f32_to_bf16_bits)
+// with an odd `in` padded by a zero, into `pairs` ([rows][pairs] lanes: x[2p] low, x[2p+1] high)
+// or `widened` ([rows][2 × pairs] floats in VDPBF16PS's order: x[2p+1], x[2p], …), whichever is
+// not null.
+KVAUDIT_BF16_TARGET void round_rows_to_bf16(const float* x, std::size_t rows, std::size_t in,
+                                            std::uint32_t* pairs, float* widened) {
+  const std::size_t padded = in + in % 2;
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i half = _mm512_set1_epi32(0x7fff);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512i quiet = _mm512_set1_epi32(0x00400000);
+  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+  const __m512i infinity = _mm512_set1_epi32(0x7f800000);
+  for (std::size_t row = 0; row < rows; ++row) {
+    const float* xr = x + row * in;
+    for (std::size_t i = 0; i < padded; i += kBlock) {
+      const std::size_t n = std::min<std::size_t>(kBlock, in - std::min(in, i));
+      const std::size_t m = std::min<std::size_t>(kBlock, padded - i);
+      const __mmask16 load = static_cast<__mmask16>((1u << n) - 1u);
+      const __mmask16 store = static_cast<__mmask16>((1u << m) - 1u);
+      const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(load, xr + i));
+      // u + 0x7fff + ((u >> 16) & 1), high half kept; NaN: quieted, high half kept.
+      const __m512i lsb = _mm512_and_si512(_mm512_maskz_srli_epi32(kAllLanes, u, 16), one);
+      __m512i rounded = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(half, lsb)), high);
+      const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, magnitude), infinity);
+      rounded =
+          _mm512_mask_mov_epi32(rounded, nan, _mm512_and_si512(_mm512_or_si512(u, quiet), high));
+      if (pairs != nullptr) {
+        _mm512_mask_cvtepi32_storeu_epi16(
+            reinterpret_cast<std::uint16_t*>(pairs + row * (padded / 2)) + i, store,
+            _mm512_maskz_srli_epi32(kAllLanes, rounded, 16));
+      } else {
+        // swap each (x[2p], x[2p+1])
+        _mm512_mask_storeu_ps(
+            widened + row * padded + i, store,
+            _mm512_maskz_permute_ps(kAllLanes, _mm512_castsi512_ps(rounded), 0xB1));
+      }
+    }
+  }
+}
+
+// Whether VDPBF16PS sums a lane as the SDM's pseudocode says (pair p: x[2p+1]·w[2p+1] first, then
+// x[2p]·w[2p], each an fp32 FMA): with pairs (0·0, 1·1) and (1·3u/4, 1·u/2), u = 2⁻²³, that order
+// gives 1 + u and the other 1 + 2u.
+KVAUDIT_BF16_TARGET bool dpbf16_follows_the_sdm_order() {
+  const auto pair = [](float low, float high) {
+    return static_cast<int>(static_cast<std::uint32_t>(model::f32_to_bf16_bits(low)) |
+                            static_cast<std::uint32_t>(model::f32_to_bf16_bits(high)) << 16);
+  };
+  __m512 acc = _mm512_setzero_ps();
+  acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_set1_epi32(pair(0.0f, 1.0f)),
+                         (__m512bh)_mm512_set1_epi32(pair(0.0f, 1.0f)));
+  acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_set1_epi32(pair(1.0f, 1.0f)),
+                         (__m512bh)_mm512_set1_epi32(pair(std::ldexp(3.0f, -25), 0x1p-24f)));
+  return _mm512_cvtss_f32(acc) == 1.0f + 0x1p-23f;
+}
+
+bool fma_twin_available() {
+  static const bool available = cpu_supports_bf16_kernel() && dpbf16_follows_the_sdm_order();
+  return available;
+}
+
+// Outputs [first, first + count) of every row (first a multiple of 64), before bias and rounding,
+// with the dpbf16 kernel: panels of weights in L2, row tiles streaming past them.
+void dpbf16_slice(const std::uint32_t* x_pairs, int rows, const PackedBf16Weight& weight, int first,
+                  int count, float* y) {
+  const std::size_t pairs = static_cast<std::size_t>(weight.pairs());
+  const std::size_t out = static_cast<std::size_t>(weight.out_features());
+  const std::size_t packed_block = pairs * kBlock;  // lanes per packed block
+  const int panel =
+      std::max(kSliceAlign, static_cast<int>(kPanelBytes / std::max<std::size_t>(1, 4 * pairs)) /
+                                kSliceAlign * kSliceAlign);
+  const int end = first + count;
+  for (int panel_first = first; panel_first < end; panel_first += panel) {
+    const int panel_end = std::min(end, panel_first + panel);
+    for (int row = 0; row < rows; row += kTileRows) {
+      const int tile_rows = std::min(kTileRows, rows - row);
+      for (int o = panel_first; o < panel_end; o += kSliceAlign) {
+        const int outputs = std::min(kSliceAlign, panel_end - o);
+        const int blocks = (outputs + kBlock - 1) / kBlock;
+        TileArgs a;
+        a.x = x_pairs + static_cast<std::size_t>(row) * pairs;
+        a.x_stride = pairs;
+        a.w = weight.data() + static_cast<std::size_t>(o / kBlock) * packed_block;
+        a.block_stride = packed_block;
+        a.step_stride = kBlock;
+        a.steps = static_cast<int>(pairs);
+        a.y = y + static_cast<std::size_t>(row) * out + static_cast<std::size_t>(o);
+        a.y_stride = out;
+        a.last_mask = (1u << (outputs - (blocks - 1) * kBlock)) - 1u;
+        a.load_y = false;
+        kDpbf16Tiles[tile_rows - 1][blocks - 1](a);
+      }
+    }
+  }
+}
+
+// The same with the fma kernel (x_f32: x widened, [rows][2 × pairs]): per tile of 64 outputs and
+// block of kFmaBlockPairs pairs, the weights are widened into an L1-sized buffer that every row
+// tile then reads; the partial sums wait in y between blocks.
+void fma_slice(const float* x_f32, int rows, const PackedBf16Weight& weight, int first, int count,
+               float* y) {
+  const std::size_t pairs = static_cast<std::size_t>(weight.pairs());
+  const std::size_t out = static_cast<std::size_t>(weight.out_features());
+  const std::size_t packed_block = pairs * kBlock;
+  thread_local std::vector<float, detail::CacheLineAllocator<float>> widened;
+  widened.resize(2 * kFmaBlockPairs * kSliceAlign);
+  const unsigned saved_mxcsr = _mm_getcsr();
+  _mm_setcsr((saved_mxcsr & ~kMxcsrRounding) | kMxcsrFtzDaz);
+  const int end = first + count;
+  for (int row_first = 0; row_first < rows; row_first += kFmaBlockRows) {
+    const int row_end = std::min(rows, row_first + kFmaBlockRows);
+    for (int o = first; o < end; o += kSliceAlign) {
+      const int outputs = std::min(kSliceAlign, end - o);
+      const int blocks = (outputs + kBlock - 1) / kBlock;
+      const std::uint32_t* packed =
+          weight.data() + static_cast<std::size_t>(o / kBlock) * packed_block;
+      for (std::size_t p0 = 0; p0 < pairs; p0 += kFmaBlockPairs) {
+        const std::size_t block_pairs = std::min(kFmaBlockPairs, pairs - p0);
+        widen_block(packed, pairs, blocks, p0, block_pairs, widened.data());
+        for (int row = row_first; row < row_end; row += kTileRows) {
+          const int tile_rows = std::min(kTileRows, row_end - row);
+          TileArgs a;
+          a.x = x_f32 + static_cast<std::size_t>(row) * 2 * pairs + 2 * p0;
+          a.x_stride = 2 * pairs;
+          a.w = widened.data();
+          a.block_stride = kBlock;
+          a.step_stride = static_cast<std::size_t>(blocks) * kBlock;
+          a.steps = static_cast<int>(2 * block_pairs);
+          a.y = y + static_cast<std::size_t>(row) * out + static_cast<std::size_t>(o);
+          a.y_stride = out;
+          a.last_mask = (1u << (outputs - (blocks - 1) * kBlock)) - 1u;
+          a.load_y = p0 > 0;
+          kFmaTiles[tile_rows - 1][blocks - 1](a);
+        }
+      }
+    }
+  }
+  _mm_setcsr(saved_mxcsr);
+}
+
+void finish_rows(float* y, std::size_t rows, std::size_t stride, std::size_t first,
+                 std::size_t count, std::span<const float> bias, Rounding rounding) {
+  if (bias.empty() && rounding == Rounding::none) return;
+  for (std::size_t row = 0; row < rows; ++row) {
+    float* yr = y + row * stride + first;
+    if (!bias.empty()) {
+      for (std::size_t o = 0; o < count; ++o) yr[o] += bias[first + o];
+    }
+    round_all(rounding, std::span<float>(yr, count));
+  }
+}
+
+}  // namespace
+
+bool cpu_supports_bf16_kernel() {
+  static const bool supported = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
+  }();
+  return supported;
+}
+
+bool bf16_kernel_enabled() {
+  const char* env = std::getenv("KVAUDIT_CPU_BF16_KERNEL");
+  return cpu_supports_bf16_kernel() && (env == nullptr || std::string(env) != "0");
+}
+
+PackedBf16Weight::PackedBf16Weight(std::span<const float> weight, int out_features, int in_features,
+                                   std::string_view name)
+    : out_features_(out_features), in_features_(in_features) {
+  const std::string what(name);
+  if (out_features < 0 || in_features < 0) {
+    throw std::invalid_argument(what + ": negative shape [" + std::to_string(out_features) + ", " +
+                                std::to_string(in_features) + "]");
+  }
+  const std::size_t out = static_cast<std::size_t>(out_features);
+  const std::size_t in = static_cast<std::size_t>(in_features);
+  require_size(weight, out * in, what.c_str());
+  // A bf16 value is an f32 whose low 16 bits are zero. Checked first (no exception may leave an
+  // OpenMP region), then packed block by block (16 rows read in order, one block written).
+  const auto bits_of = [&](std::size_t index) {
+    return std::bit_cast<std::uint32_t>(weight[index]);
+  };
+  const std::size_t n = out * in;
+  const bool parallel = n > (std::size_t{1} << 20);
+  std::size_t first_bad = n;
+#pragma omp parallel for schedule(static) reduction(min : first_bad) if (parallel)
+  for (std::size_t index = 0; index < n; ++index) {
+    if ((bits_of(index) & 0xffffu) != 0) first_bad = std::min(first_bad, index);
+  }
+  if (first_bad < n) {
+    std::ostringstream message;
+    message << what << ": element [" << first_bad / in << "][" << first_bad % in
+            << "] = " << std::setprecision(9) << weight[first_bad]
+            << " is not representable in bf16 (the bf16 kernel takes a bf16 model's weights as "
+               "they are, it does not round them)";
+    throw std::invalid_argument(message.str());
+  }
+  const std::size_t block_stride = static_cast<std::size_t>(pairs()) * kBlock;
+  const std::size_t block_count = static_cast<std::size_t>(blocks());
+  storage_.assign(block_count * block_stride, 0u);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (std::size_t block = 0; block < block_count; ++block) {
+    for (std::size_t lane = 0; lane < kBlock && block * kBlock + lane < out; ++lane) {
+      const std::size_t row = (block * kBlock + lane) * in;
+      std::uint32_t* lanes = storage_.data() + block * block_stride + lane;
+      for (std::size_t p = 0; p < in / 2; ++p) {
+        lanes[p * kBlock] = bits_of(row + 2 * p) >> 16 | (bits_of(row + 2 * p + 1) & 0xffff0000u);
+      }
+      if (in % 2 != 0) lanes[(in / 2) * kBlock] = bits_of(row + in - 1) >> 16;
+    }
+  }
+}
+
+bool linear_bf16_runs_fma(int rows) { return rows >= kFmaMinRows && fma_twin_available(); }
+
+void linear_bf16(std::span<const float> x, int rows, int in_features,
+                 const PackedBf16Weight& weight, std::span<const float> bias, Rounding rounding,
+                 std::span<float> y) {
+  if (!cpu_supports_bf16_kernel())
+    throw std::logic_error("linear_bf16: this CPU lacks AVX512-BF16 (use linear())");
+  if (in_features != weight.in_features()) {
+    throw std::invalid_argument("linear_bf16: x has " + std::to_string(in_features) +
+                                " features, the weight takes " +
+                                std::to_string(weight.in_features()));
+  }
+  const int out_features = weight.out_features();
+  const std::size_t r = static_cast<std::size_t>(rows);
+  const std::size_t in = static_cast<std::size_t>(in_features);
+  const std::size_t out = static_cast<std::size_t>(out_features);
+  require_size(x, r * in, "linear_bf16: x");
+  require_size(y, r * out, "linear_bf16: y");
+  if (!bias.empty()) require_size(bias, out, "linear_bf16: bias");
+  if (rows == 0 || out_features == 0) return;
+
+  // x rounded to bf16 once per call, made by the calling thread and read by all threads: as pairs
+  // (dpbf16) or widened in VDPBF16PS's order (fma).
+  const std::size_t pairs = static_cast<std::size_t>(weight.pairs());
+  // (no input features: the dpbf16 kernel writes the zero sums; the fma one would write nothing)
+  const bool fma = pairs > 0 && linear_bf16_runs_fma(rows);
+  thread_local std::vector<std::uint32_t> x_pairs;
+  thread_local std::vector<float> x_widened;
+  if (fma) {
+    x_widened.resize(r * 2 * pairs);
+  } else {
+    x_pairs.resize(r * pairs);
+  }
+  // (pointers: inside the parallel region below the names would be each thread's own buffers)
+  std::uint32_t* const xp = fma ? nullptr : x_pairs.data();
+  float* const xw = fma ? x_widened.data() : nullptr;
+  round_rows_to_bf16(x.data(), r, in, xp, xw);
+
+  const double work = static_cast<double>(rows) * in_features * out_features;
+  int threads = omp_in_parallel() || work < kParallelWork ? 1 : omp_get_max_threads();
+  threads = std::max(1, std::min(threads, (out_features + kSliceAlign - 1) / kSliceAlign));
+  const int slice =
+      ((out_features + threads - 1) / threads + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+#pragma omp parallel for schedule(static, 1) num_threads(threads) if (threads > 1)
+  for (int t = 0; t < threads; ++t) {
+    const int first = t * slice;
+    const int count = std::min(slice, out_features - first);
+    if (count <= 0) continue;
+    if (fma) {
+      fma_slice(xw, rows, weight, first, count, y.data());
+    } else {
+      dpbf16_slice(xp, rows, weight, first, count, y.data());
+    }
+    finish_rows(y.data(), r, out, static_cast<std::size_t>(first), static_cast<std::size_t>(count),
+                bias, rounding);
+  }
+}
+
+}  // namespace kvaudit::cpu
