@@ -48,8 +48,10 @@ int padded_rows(int rows, int count, int in_features) {
   return std::max(rows, static_cast<int>(kSmallProduct / per_row) + 1);
 }
 
-void finish_rows(float* y, std::size_t rows, std::size_t stride, std::size_t first,
-                 std::size_t count, std::span<const float> bias, Rounding rounding) {
+}  // namespace
+
+void finish_linear_rows(float* y, std::size_t rows, std::size_t stride, std::size_t first,
+                        std::size_t count, std::span<const float> bias, Rounding rounding) {
   if (bias.empty() && rounding == Rounding::none) return;
   for (std::size_t row = 0; row < rows; ++row) {
     float* yr = y + row * stride + first;
@@ -59,8 +61,6 @@ void finish_rows(float* y, std::size_t rows, std::size_t stride, std::size_t fir
     round_all(rounding, std::span<float>(yr, count));
   }
 }
-
-}  // namespace
 
 void use_single_threaded_openblas() {
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
@@ -107,8 +107,8 @@ void linear(std::span<const float> x, int rows, int in_features, std::span<const
                     y.data() + row * out + static_cast<std::size_t>(first));
       }
     }
-    finish_rows(y.data(), r, out, static_cast<std::size_t>(first), static_cast<std::size_t>(count),
-                bias, rounding);
+    finish_linear_rows(y.data(), r, out, static_cast<std::size_t>(first),
+                       static_cast<std::size_t>(count), bias, rounding);
   }
 }
 

@@ -5,6 +5,7 @@
 // lm_head is the same GEMM without bias: logits [rows, vocab], bf16-rounded in bf16 mode.
 #pragma once
 
+#include <cstddef>
 #include <span>
 
 #include "runners/cpu/numerics.h"
@@ -20,6 +21,11 @@ void use_single_threaded_openblas();
 // many rows are computed with it (small products are padded: linear.cpp §Row invariance).
 void linear(std::span<const float> x, int rows, int in_features, std::span<const float> weight,
             int out_features, std::span<const float> bias, Rounding rounding, std::span<float> y);
+
+// The epilogue of linear() and linear_bf16(): for rows 0..rows-1 of y (row stride `stride`),
+// outputs first..first+count-1 get bias[o] added in fp32 (when bias is not empty), then round_all.
+void finish_linear_rows(float* y, std::size_t rows, std::size_t stride, std::size_t first,
+                        std::size_t count, std::span<const float> bias, Rounding rounding);
 
 // logits [rows, vocab] = hidden [rows, hidden] · lm_headᵀ.
 void lm_head(std::span<const float> hidden, int rows, int hidden_size,

@@ -36,6 +36,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "runners/cpu/linear.h"
 #include "runners/cpu/shape_check.h"
 #include "runners/model/bf16.h"
 
@@ -323,18 +324,6 @@ void fma_slice(const float* x_f32, int rows, const PackedBf16Weight& weight, int
   _mm_setcsr(saved_mxcsr);
 }
 
-void finish_rows(float* y, std::size_t rows, std::size_t stride, std::size_t first,
-                 std::size_t count, std::span<const float> bias, Rounding rounding) {
-  if (bias.empty() && rounding == Rounding::none) return;
-  for (std::size_t row = 0; row < rows; ++row) {
-    float* yr = y + row * stride + first;
-    if (!bias.empty()) {
-      for (std::size_t o = 0; o < count; ++o) yr[o] += bias[first + o];
-    }
-    round_all(rounding, std::span<float>(yr, count));
-  }
-}
-
 }  // namespace
 
 bool cpu_supports_bf16_kernel() {
@@ -451,8 +440,8 @@ void linear_bf16(std::span<const float> x, int rows, int in_features,
     } else {
       dpbf16_slice(xp, rows, weight, first, count, y.data());
     }
-    finish_rows(y.data(), r, out, static_cast<std::size_t>(first), static_cast<std::size_t>(count),
-                bias, rounding);
+    finish_linear_rows(y.data(), r, out, static_cast<std::size_t>(first),
+                       static_cast<std::size_t>(count), bias, rounding);
   }
 }
 
