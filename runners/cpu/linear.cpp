@@ -62,6 +62,15 @@ void finish_linear_rows(float* y, std::size_t rows, std::size_t stride, std::siz
   }
 }
 
+OutputSlices output_slices(int rows, int in_features, int out_features) {
+  const double work = static_cast<double>(rows) * in_features * out_features;
+  int threads = omp_in_parallel() || work < kParallelWork ? 1 : omp_get_max_threads();
+  threads = std::max(1, std::min(threads, (out_features + kSliceAlign - 1) / kSliceAlign));
+  const int slice =
+      ((out_features + threads - 1) / threads + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  return {threads, slice};
+}
+
 void use_single_threaded_openblas() {
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
@@ -77,11 +86,7 @@ void linear(std::span<const float> x, int rows, int in_features, std::span<const
   if (!bias.empty()) require_size(bias, out, "linear: bias");
   if (rows == 0 || out_features == 0) return;
 
-  const double work = static_cast<double>(rows) * in_features * out_features;
-  int threads = omp_in_parallel() || work < kParallelWork ? 1 : omp_get_max_threads();
-  threads = std::max(1, std::min(threads, (out_features + kSliceAlign - 1) / kSliceAlign));
-  const int slice =
-      ((out_features + threads - 1) / threads + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  const auto [threads, slice] = output_slices(rows, in_features, out_features);
 #pragma omp parallel for schedule(static, 1) num_threads(threads) if (threads > 1)
   for (int t = 0; t < threads; ++t) {
     const int first = t * slice;

@@ -50,8 +50,6 @@ constexpr int kTileRows = 6;     // rows per register tile
 constexpr int kTileBlocks = 4;   // blocks of 16 outputs per register tile
 constexpr int kSliceAlign = 64;  // thread slices: whole tiles (as linear())
 static_assert(kSliceAlign == kTileBlocks * kBlock);
-// Below this many multiply-adds a GEMM runs on one thread (as linear()).
-constexpr double kParallelWork = 1 << 18;
 // dpbf16: packed weight bytes per cache panel (L2 is 1-2 MiB per core on AVX512-BF16 CPUs).
 constexpr std::size_t kPanelBytes = 512 * 1024;
 // fma: pairs per K block (its widened weights, 64 outputs × 2 × this × 4 bytes, stay in L1).
@@ -425,11 +423,7 @@ void linear_bf16(std::span<const float> x, int rows, int in_features,
   float* const xw = fma ? x_widened.data() : nullptr;
   round_rows_to_bf16(x.data(), r, in, xp, xw);
 
-  const double work = static_cast<double>(rows) * in_features * out_features;
-  int threads = omp_in_parallel() || work < kParallelWork ? 1 : omp_get_max_threads();
-  threads = std::max(1, std::min(threads, (out_features + kSliceAlign - 1) / kSliceAlign));
-  const int slice =
-      ((out_features + threads - 1) / threads + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+  const auto [threads, slice] = output_slices(rows, in_features, out_features);
 #pragma omp parallel for schedule(static, 1) num_threads(threads) if (threads > 1)
   for (int t = 0; t < threads; ++t) {
     const int first = t * slice;
