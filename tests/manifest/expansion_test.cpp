@@ -55,35 +55,42 @@ TEST(Expansion, EveryMethodManifestNamesEveryCatalogueMethod) {
   EXPECT_EQ(ex.units.front().n_cells, (52u + 1u) * 2u);
 }
 
-TEST(Expansion, QuickstartBf16CandidateCountsAndBlocks) {
-  const Manifest m = load("manifests/quickstart-bf16.toml");
+TEST(Expansion, QuickstartCountsAndBlocks) {
+  const Manifest m = load("manifests/quickstart.toml");
   const Expansion ex = expand(m);
-  ASSERT_EQ(ex.grids.size(), 3u);
+  ASSERT_EQ(ex.grids.size(), 4u);
   const auto grid = [&](const std::string& name) -> const GridCount& {
     for (const GridCount& g : ex.grids) {
       if (g.grid == name) return g;
     }
     throw std::runtime_error("no grid " + name);
   };
-  // methods: 4 tasks x 8 instances, (5 methods x 2 ratios + full) x 2 protocols under sdpa.
-  EXPECT_EQ(grid("methods").units, 32);
-  EXPECT_EQ(grid("methods").cells_per_unit, 22);
+  // methods: 4 tasks x 6 instances, (4 methods x 1 ratio + full) x 2 protocols under sdpa.
+  EXPECT_EQ(grid("methods").units, 24);
+  EXPECT_EQ(grid("methods").cells_per_unit, 10);
+  // certify: the same units, kvzip at 2 ratios + full, query-agnostic only (its full-KV cell is
+  // the methods grid's, counted once).
+  EXPECT_EQ(grid("certify").units, 24);
+  EXPECT_EQ(grid("certify").cells_per_unit, 3);
   // eager: the same instances under eager, one method at one ratio + full, query-aware only.
-  EXPECT_EQ(grid("eager").units, 32);
+  EXPECT_EQ(grid("eager").units, 24);
   EXPECT_EQ(grid("eager").cells_per_unit, 2);
   // tokenizer-check: 2 tasks x 4 instances (the plan's tokenizer check excludes most of them).
   EXPECT_EQ(grid("tokenizer-check").units, 8);
-  EXPECT_EQ(ex.cells.size(), 32u * 22u + 32u * 2u + 8u * 2u);
+  EXPECT_EQ(ex.units.size(), 24u + 24u + 8u);
+  EXPECT_EQ(ex.cells.size(), 24u * (10u + 3u - 1u) + 24u * 2u + 8u * 2u);
   ASSERT_EQ(m.certifications.size(), 2u);
   for (const auto& block : m.certifications) {
-    EXPECT_EQ(block.calibration + block.test, 8);
+    EXPECT_EQ(block.calibration, 4);
+    EXPECT_EQ(block.test, 2);
     EXPECT_DOUBLE_EQ(block.epsilon, 0.25);
+    EXPECT_DOUBLE_EQ(block.delta, 0.10);
   }
   EXPECT_EQ(m.models.front().dtype, "bf16");
 }
 
 TEST(Expansion, IdsAreUniqueSortedAndRecomputable) {
-  const Manifest m = load("manifests/quickstart.toml");
+  const Manifest m = load("manifests/smollm2-ruler-f32.toml");
   const Expansion ex = expand(m);
   std::unordered_set<std::uint64_t> ids;
   for (std::size_t i = 0; i < ex.cells.size(); ++i) {
@@ -100,7 +107,7 @@ TEST(Expansion, IdsAreUniqueSortedAndRecomputable) {
 }
 
 TEST(Expansion, CellTupleNamesContentNotPositions) {
-  const Manifest m = load("manifests/quickstart.toml");
+  const Manifest m = load("manifests/smollm2-ruler-f32.toml");
   const Expansion ex = expand(m);
   const Cell& c = ex.cells.front();
   const std::string t = cell_tuple(m, ex.units[c.unit], c);
@@ -120,7 +127,7 @@ std::set<std::uint64_t> cell_ids(const std::string& text) {
 }
 
 TEST(Expansion, IdsDoNotDependOnOrderOrConfigNames) {
-  const std::string base = test::read_file(test::source_path("manifests/quickstart.toml"));
+  const std::string base = test::read_file(test::source_path("manifests/smollm2-ruler-f32.toml"));
   const auto ids = cell_ids(base);
   // Reordered sets.
   std::string reordered = test::replace_once(

@@ -75,9 +75,10 @@ TEST(GenerationTokenizer, HashOfManifestsWithoutItIsUnchanged) {
        "24ad0af8b0e74a80d34d8afe9bb83a25b07baab60d63e4097ccb8b77ccc56549"},
       {"manifests/query-visibility-audit.toml",
        "e223d37055887fe042199d979f24bc616fe0f95c6870a168520e77468f15e68b"},
-      // Resized by the distributed-runs issue (40 units); the hash is that of the new content.
-      {"manifests/quickstart.toml",
-       "804edcdb58ea854a9fed1e2b6518c10f95f741a249728606a70caafd8e3866c6"},
+      // The quickstart until 2026-12-05, renamed (study name and output_dir) with it; the hash is
+      // that of the renamed content.
+      {"manifests/smollm2-ruler-f32.toml",
+       "c94246e5a29e6be35ae10f639e38084f4a569a49fc8610902954d09c568dd654"},
       {"manifests/risk-certification.toml",
        "10ebce3ba5a22f4090f5c18ad9c575085cbe45e820f0746ce4a32145f1b047cd"},
       {"tests/manifest/valid_minimal.toml",

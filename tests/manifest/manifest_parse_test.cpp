@@ -66,7 +66,8 @@ TEST(ManifestParse, RelativePathsResolveAgainstTheManifestDirectory) {
 }
 
 TEST(ManifestParse, SeedManifestsParse) {
-  for (const char* f : {"manifests/quickstart.toml", "manifests/query-visibility-audit.toml",
+  for (const char* f : {"manifests/quickstart.toml", "manifests/smollm2-ruler-f32.toml",
+                        "manifests/query-visibility-audit.toml",
                         "manifests/risk-certification.toml", "manifests/backend-confound.toml"}) {
     SCOPED_TRACE(f);
     EXPECT_NO_THROW(load_manifest(test::source_path(f)));

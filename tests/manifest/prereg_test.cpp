@@ -25,12 +25,13 @@ TEST(Prereg, HoldsHashContractsCountsAndTool) {
   const auto j = prereg_for(quickstart());
   EXPECT_EQ(j["study"], "quickstart");
   EXPECT_EQ(j["manifest_sha256"].get<std::string>().size(), 64u);
-  EXPECT_EQ(j["counts"]["cells"], 40 * 22);
-  EXPECT_EQ(j["counts"]["units"], 40);
-  ASSERT_EQ(j["contracts"].size(), 1u);
+  EXPECT_EQ(j["counts"]["cells"], 352);
+  EXPECT_EQ(j["counts"]["units"], 56);
+  ASSERT_EQ(j["contracts"].size(), 2u);
   EXPECT_EQ(j["contracts"][0]["candidates"], nlohmann::json({0.5, 0.75}));
-  EXPECT_EQ(j["splits"]["ruler-1k"]["vt"]["calibration"].size(), 2u);
-  EXPECT_EQ(j["splits"]["ruler-1k"]["vt"]["test"].size(), 2u);
+  EXPECT_EQ(j["contracts"][1]["candidates"], nlohmann::json({0.5}));
+  EXPECT_EQ(j["splits"]["ruler-512"]["niah_multikey_1"]["calibration"].size(), 4u);
+  EXPECT_EQ(j["splits"]["ruler-512"]["niah_multikey_1"]["test"].size(), 2u);
   EXPECT_TRUE(j["tool"].contains("git_commit"));
   EXPECT_EQ(j["created_utc"].get<std::string>().back(), 'Z');
   // The canonical manifest inside hashes to the recorded hash.
