@@ -28,7 +28,7 @@ namespace {
 
 using testing::expect_fan_out_equals_naive;
 using testing::load_tiny_model;
-using testing::random_tokens;
+using testing::tiny_unit_with_pass_prompt;
 
 methods::KvzipParams kvzip(methods::KvzipVariant variant, bool layerwise, int chunk_size = 2048) {
   methods::KvzipParams p;
@@ -36,20 +36,6 @@ methods::KvzipParams kvzip(methods::KvzipVariant variant, bool layerwise, int ch
   p.layerwise = layerwise;
   p.chunk_size = chunk_size;
   return p;
-}
-
-// A unit whose reconstruction prompt ids are arbitrary tokens of the tiny vocabulary (the tiny
-// models have no tokenizer), with a 3-token template head.
-UnitTokens tiny_unit(int vocab, std::uint32_t seed) {
-  UnitTokens t;
-  t.context = random_tokens(48, vocab, seed);
-  t.question = random_tokens(10, vocab, seed + 1);
-  t.suffix = random_tokens(4, vocab, seed + 2);
-  t.pass_prompt.prefix_length = 3;
-  t.pass_prompt.suffix = random_tokens(2, vocab, seed + 3);
-  t.pass_prompt.repeat_first = random_tokens(7, vocab, seed + 4);
-  t.pass_prompt.repeat_next = random_tokens(9, vocab, seed + 5);
-  return t;
 }
 
 UnitRunOptions decode(int max_new_tokens) {
@@ -83,7 +69,7 @@ TEST(KvzipFanOut, FanOutEqualsNaiveForKvzipCells) {
     const model::ModelWeights weights = load_tiny_model("llama", dtype);
     {
       cpu::CpuModel model(weights, backend);
-      const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
+      const UnitTokens tokens = tiny_unit_with_pass_prompt(model.config().vocab_size, 11);
       const std::string where = dtype + (backend == AttentionBackend::eager ? " eager" : " sdpa");
       const UnitResult result =
           expect_fan_out_equals_naive(model, weights, tokens, cells, decode(6), where);
@@ -136,7 +122,7 @@ class CountingPassMethod final : public methods::Method, public methods::ExtraPa
 TEST(KvzipFanOut, CellsSharingAPassRunItOnce) {
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   cpu::CpuModel model(weights, AttentionBackend::sdpa);
-  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 21);
+  const UnitTokens tokens = tiny_unit_with_pass_prompt(model.config().vocab_size, 21);
   CountingPassMethod a("a"), a_again("a"), b("b");
   const std::vector<CellSpec> cells = {
       {&a, {.compression = 0.25}, Protocol::query_agnostic, 1},
@@ -157,7 +143,7 @@ TEST(KvzipFanOut, AnEngineWithoutThePassFailsOnlyThoseCells) {
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   cpu::CpuModel model(weights, AttentionBackend::sdpa);
   testing::CoreOnlyEngine engine(model);
-  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 31);
+  const UnitTokens tokens = tiny_unit_with_pass_prompt(model.config().vocab_size, 31);
   const methods::KvzipMethod kvzip_method(kvzip(methods::KvzipVariant::kvzip, false));
   const auto other = testing::make_top_k_method(testing::TestScore::key_norm);
   const std::vector<CellSpec> cells = {
@@ -180,7 +166,7 @@ TEST(KvzipFanOut, AnEngineWithoutThePassFailsOnlyThoseCells) {
 TEST(KvzipFanOut, AUnitWithoutTheReconstructionIdsFailsTheKvzipCells) {
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   cpu::CpuModel model(weights, AttentionBackend::sdpa);
-  UnitTokens tokens = tiny_unit(model.config().vocab_size, 41);
+  UnitTokens tokens = tiny_unit_with_pass_prompt(model.config().vocab_size, 41);
   tokens.pass_prompt = {};
   const methods::KvzipMethod kvzip_method(kvzip(methods::KvzipVariant::kvzip, false));
   const std::vector<CellSpec> cells = {

@@ -33,7 +33,7 @@ namespace kvaudit::unit {
 namespace {
 
 using testing::load_tiny_model;
-using testing::random_tokens;
+using testing::tiny_unit_with_pass_prompt;
 
 const std::filesystem::path kArtefacts =
     std::filesystem::path(KVAUDIT_TINY_MODELS_DIR).parent_path() / "artefacts" /
@@ -46,18 +46,6 @@ methods::RestoreKvParams restorekv(methods::KvzipVariant variant, bool layerwise
   p.restore_embeddings = (kArtefacts / "restore_embeddings.safetensors").string();
   p.adapter = kArtefacts.string();
   return p;
-}
-
-UnitTokens tiny_unit(int vocab, std::uint32_t seed) {
-  UnitTokens t;
-  t.context = random_tokens(48, vocab, seed);
-  t.question = random_tokens(10, vocab, seed + 1);
-  t.suffix = random_tokens(4, vocab, seed + 2);
-  t.pass_prompt.prefix_length = 3;
-  t.pass_prompt.suffix = random_tokens(2, vocab, seed + 3);
-  t.pass_prompt.repeat_first = random_tokens(7, vocab, seed + 4);
-  t.pass_prompt.repeat_next = random_tokens(9, vocab, seed + 5);
-  return t;
 }
 
 UnitRunOptions decode() {
@@ -86,7 +74,7 @@ TEST(RestoreKvFanOut, FanOutEqualsNaiveAndTheCacheHoldsTheRestoreRows) {
   for (const char* dtype : {"f32", "bf16"}) {
     const model::ModelWeights weights = load_tiny_model("llama", dtype);
     cpu::CpuModel model(weights, AttentionBackend::sdpa);
-    const UnitTokens tokens = tiny_unit(model.config().vocab_size, 17);
+    const UnitTokens tokens = tiny_unit_with_pass_prompt(model.config().vocab_size, 17);
     testing::expect_fan_out_equals_naive(model, weights, tokens, cells, decode(),
                                          std::string("llama ") + dtype);
     const UnitResult result = run_unit(model, weights, tokens, cells, decode());
@@ -134,7 +122,7 @@ TEST(RestoreKvFanOut, AnEngineWithoutTheRestorePassFailsOnlyTheRestoreKvCells) {
   // The core-only engine has no extra pass either: the cell fails there first. With the pass
   // forwarded, the cell meets the restore pass's own refusal.
   testing::CoreOnlyEngine no_restore(inner, /*with_extra_pass=*/true);
-  const UnitTokens tokens = tiny_unit(inner.config().vocab_size, 17);
+  const UnitTokens tokens = tiny_unit_with_pass_prompt(inner.config().vocab_size, 17);
   const UnitResult on_cpu = run_unit(inner, weights, tokens, cells, decode());
   for (auto* route : {&run_unit, &run_unit_naive}) {
     const UnitResult result = (*route)(no_restore, weights, tokens, cells, decode());

@@ -10,6 +10,7 @@
 
 #include "runners/cpu/prefill_observer.h"
 #include "runners/model/formats/load_weights.h"
+#include "runners/unit/unit_runner.h"
 
 namespace kvaudit::unit::testing {
 
@@ -27,6 +28,20 @@ inline std::vector<std::int32_t> random_tokens(int count, int vocab, std::uint32
   std::vector<std::int32_t> ids(static_cast<std::size_t>(count));
   for (auto& id : ids) id = pick(engine);
   return ids;
+}
+
+// A unit of the tiny vocabulary with a reconstruction prompt (KVzip's, RestoreKV's): arbitrary
+// tokens, since the tiny models have no tokenizer, and a 3-token template head.
+inline UnitTokens tiny_unit_with_pass_prompt(int vocab, std::uint32_t seed) {
+  UnitTokens t;
+  t.context = random_tokens(48, vocab, seed);
+  t.question = random_tokens(10, vocab, seed + 1);
+  t.suffix = random_tokens(4, vocab, seed + 2);
+  t.pass_prompt.prefix_length = 3;
+  t.pass_prompt.suffix = random_tokens(2, vocab, seed + 3);
+  t.pass_prompt.repeat_first = random_tokens(7, vocab, seed + 4);
+  t.pass_prompt.repeat_next = random_tokens(9, vocab, seed + 5);
+  return t;
 }
 
 // Copies every layer's Q (pre- and post-RoPE), K and V of one prefill.
