@@ -13,7 +13,7 @@ is compressed before the question is seen); query-aware = the question appended 
 and an empty `question` (the question is compressed with the context).
 
 Set-up: the git-ignored venv of tools/golden/requirements-kvpress.txt plus the `gguf` package
-(transformers needs it to load a GGUF file):
+(transformers needs it to load a GGUF file; pinned in that requirements file):
 
     tools/.venv-kvpress/bin/pip install gguf
     build/kvaudit generate ruler \\
