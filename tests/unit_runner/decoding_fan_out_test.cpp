@@ -42,9 +42,12 @@ namespace kvaudit::unit {
 namespace {
 
 using cpu::CpuModel;
+using testing::decoding_test_options;
 using testing::describe_cell;
+using testing::expect_same_decode;
 using testing::load_tiny_model;
 using testing::random_tokens;
+using testing::tiny_unit_tokens;
 
 constexpr int kNewTokens = 20;  // 19 decode steps
 
@@ -83,14 +86,6 @@ struct DecodingMethods {
   }
 };
 
-UnitTokens tiny_unit(int vocab, std::uint32_t seed) {
-  UnitTokens t;
-  t.context = random_tokens(48, vocab, seed);
-  t.question = random_tokens(9, vocab, seed + 1);
-  t.suffix = random_tokens(4, vocab, seed + 2);
-  return t;
-}
-
 UnitTokens tiny_reuse_unit(int vocab, std::uint32_t seed) {
   UnitTokens t;
   t.context = random_tokens(48, vocab, seed);
@@ -101,32 +96,6 @@ UnitTokens tiny_reuse_unit(int vocab, std::uint32_t seed) {
         {random_tokens(question_lengths[j], vocab, s), random_tokens(3 + j, vocab, s + 1)});
   }
   return t;
-}
-
-UnitRunOptions decode_options(int max_batch_cells = 0) {
-  UnitRunOptions options;
-  options.decode.max_new_tokens = kNewTokens;
-  options.seed = 19;
-  options.keep_selections = true;
-  options.max_batch_cells = max_batch_cells;
-  return options;
-}
-
-// What decoding gives a cell: equal on every route and batch.
-void expect_same_decode(const CellResult& a, const CellResult& b, const std::string& where) {
-  EXPECT_EQ(a.status, b.status) << where << ": " << a.error << " / " << b.error;
-  EXPECT_EQ(a.error, b.error) << where;
-  EXPECT_EQ(a.selection.has_value(), b.selection.has_value()) << where;
-  if (a.selection && b.selection) {
-    EXPECT_TRUE(a.selection->kept == b.selection->kept) << where << ": prefill kept sets differ";
-  }
-  EXPECT_EQ(a.kept_bytes, b.kept_bytes) << where;
-  EXPECT_EQ(a.generated, b.generated) << where << ": greedy outputs differ";
-  EXPECT_EQ(a.stopped_on_stop_token, b.stopped_on_stop_token) << where;
-  EXPECT_EQ(a.peak_kv_bytes, b.peak_kv_bytes) << where;
-  EXPECT_EQ(a.final_kv_bytes, b.final_kv_bytes) << where;
-  EXPECT_EQ(a.decode_compressions, b.decode_compressions) << where;
-  EXPECT_EQ(std::isnan(a.compression_seconds), std::isnan(b.compression_seconds)) << where;
 }
 
 // The fields that say whether the cell compressed while decoding.
@@ -191,8 +160,8 @@ TEST(DecodingFanOut, EqualsNaiveTheDirectCallAndLeavesOtherCellsAlone) {
            {"llama", "f32"}, {"llama", "bf16"}, {"qwen2", "f32"}}) {
     const model::ModelWeights weights = load_tiny_model(family, dtype);
     CpuModel model(weights, AttentionBackend::sdpa);
-    const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
-    const UnitRunOptions options = decode_options();
+    const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 11);
+    const UnitRunOptions options = decoding_test_options(kNewTokens);
     const UnitResult fan_out = run_unit(model, weights, tokens, cells, options);
     const UnitResult naive = run_unit_naive(model, weights, tokens, cells, options);
     const UnitResult without = run_unit(model, weights, tokens, plain_only, options);
@@ -233,10 +202,12 @@ TEST(DecodingFanOut, BatchesMixingSettingsGiveEachCellItsResultAlone) {
   const std::vector<CellSpec> cells = methods.cells();
   const model::ModelWeights weights = load_tiny_model("llama", "bf16");
   CpuModel model(weights, AttentionBackend::eager);
-  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 23);
-  const UnitResult alone = run_unit(model, weights, tokens, cells, decode_options(1));
+  const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 23);
+  const UnitResult alone =
+      run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens, 1));
   for (const int batch : {2, 4, 0}) {
-    const UnitResult batched = run_unit(model, weights, tokens, cells, decode_options(batch));
+    const UnitResult batched =
+        run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens, batch));
     ASSERT_EQ(batched.cells.size(), cells.size());
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const std::string where = "max_batch_cells " + std::to_string(batch) + ": cell " +
@@ -259,9 +230,12 @@ TEST(DecodingFanOut, ReuseRowsDecodeWithTheirCellsSetting) {
   CpuModel model(weights, AttentionBackend::sdpa);
   const UnitTokens tokens = tiny_reuse_unit(model.config().vocab_size, 5);
   const std::size_t k = tokens.reuse_questions.size();
-  const UnitResult fan_out = run_unit(model, weights, tokens, cells, decode_options());
-  const UnitResult naive = run_unit_naive(model, weights, tokens, cells, decode_options());
-  const UnitResult one_by_one = run_unit(model, weights, tokens, cells, decode_options(1));
+  const UnitResult fan_out =
+      run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens));
+  const UnitResult naive =
+      run_unit_naive(model, weights, tokens, cells, decoding_test_options(kNewTokens));
+  const UnitResult one_by_one =
+      run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens, 1));
   ASSERT_EQ(fan_out.cells.size(), cells.size() * k);
   ASSERT_EQ(naive.cells.size(), cells.size() * k);
   ASSERT_EQ(one_by_one.cells.size(), cells.size() * k);
@@ -280,9 +254,10 @@ TEST(DecodingFanOut, ReuseRowsDecodeWithTheirCellsSetting) {
       std::vector<std::int32_t> rest = tokens.reuse_questions[j].question;
       rest.insert(rest.end(), tokens.reuse_questions[j].suffix.begin(),
                   tokens.reuse_questions[j].suffix.end());
-      expect_equals_direct(
-          row, direct_compressing(model, cells[i], row, tokens.context, rest, decode_options()),
-          where + " (vs generate_greedy_compressing)");
+      expect_equals_direct(row,
+                           direct_compressing(model, cells[i], row, tokens.context, rest,
+                                              decoding_test_options(kNewTokens)),
+                           where + " (vs generate_greedy_compressing)");
       if (j > 0 && row.generated != fan_out.cells[i * k].generated) ++answers_differ;
     }
   }
@@ -306,11 +281,13 @@ TEST(DecodingFanOut, AFailingDecodingMethodFailsOnlyItsCell) {
   cells.push_back({nullptr, {}, Protocol::query_agnostic, 9, &out_of_range_decoding});
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   CpuModel model(weights, AttentionBackend::sdpa);
-  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
+  const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 11);
   const std::vector<CellSpec> good(cells.begin(), cells.begin() + 6);
-  const UnitResult reference = run_unit(model, weights, tokens, good, decode_options());
+  const UnitResult reference =
+      run_unit(model, weights, tokens, good, decoding_test_options(kNewTokens));
   for (auto* route : {&run_unit, &run_unit_naive}) {
-    const UnitResult result = (*route)(model, weights, tokens, cells, decode_options());
+    const UnitResult result =
+        (*route)(model, weights, tokens, cells, decoding_test_options(kNewTokens));
     for (std::size_t i = 0; i < good.size(); ++i) {
       expect_same_decode(result.cells[i], reference.cells[i], "cell " + std::to_string(i));
     }
@@ -365,8 +342,8 @@ TEST(DecodingFanOut, CamCellsEqualNaiveAndTheDirectCallAndABadBaseFailsOnlyItsCe
        std::vector<std::pair<std::string, std::string>>{{"llama", "f32"}, {"llama", "bf16"}}) {
     const model::ModelWeights weights = load_tiny_model(family, dtype);
     CpuModel model(weights, AttentionBackend::sdpa);
-    const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
-    const UnitRunOptions options = decode_options();
+    const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 11);
+    const UnitRunOptions options = decoding_test_options(kNewTokens);
     const UnitResult fan_out = run_unit(model, weights, tokens, cells, options);
     const UnitResult naive = run_unit_naive(model, weights, tokens, cells, options);
     ASSERT_EQ(fan_out.cells.size(), cells.size());
@@ -420,11 +397,12 @@ TEST(DecodingFanOut, RatioCellsEqualNaiveAndTheDirectCall) {
   };
   const model::ModelWeights weights = load_tiny_model("llama", "bf16");
   CpuModel model(weights, AttentionBackend::sdpa);
-  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
-  const UnitRunOptions options = decode_options();
+  const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 11);
+  const UnitRunOptions options = decoding_test_options(kNewTokens);
   const UnitResult fan_out = run_unit(model, weights, tokens, cells, options);
   const UnitResult naive = run_unit_naive(model, weights, tokens, cells, options);
-  const UnitResult one_by_one = run_unit(model, weights, tokens, cells, decode_options(1));
+  const UnitResult one_by_one =
+      run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens, 1));
   std::vector<std::int32_t> prompt = tokens.context;
   prompt.insert(prompt.end(), tokens.question.begin(), tokens.question.end());
   for (std::size_t i = 0; i < cells.size(); ++i) {
@@ -473,10 +451,12 @@ TEST(DecodingFanOut, AnEngineWithoutObservedStepsFailsOnlyTheDecodingCells) {
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   CpuModel model(weights, AttentionBackend::sdpa);
   testing::CoreOnlyEngine engine(model);
-  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
-  const UnitResult reference = run_unit(model, weights, tokens, cells, decode_options());
+  const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 11);
+  const UnitResult reference =
+      run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens));
   for (auto* route : {&run_unit, &run_unit_naive}) {
-    const UnitResult result = (*route)(engine, weights, tokens, cells, decode_options());
+    const UnitResult result =
+        (*route)(engine, weights, tokens, cells, decoding_test_options(kNewTokens));
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const std::string where = "cell " + std::to_string(i);
       if (cells[i].decoding == nullptr) {
@@ -496,7 +476,7 @@ TEST(DecodingFanOut, InvalidSettingsAreRefusedNamingTheCell) {
   const DecodingMethods methods;
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   CpuModel model(weights, AttentionBackend::sdpa);
-  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
+  const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 11);
   const DecodingCell no_method{nullptr, {}};
   const DecodingCell zero_interval{&methods.knorm, {.compression_interval = 0}};
   for (const auto& [setting, expected] : std::vector<std::pair<const DecodingCell*, std::string>>{
@@ -506,7 +486,7 @@ TEST(DecodingFanOut, InvalidSettingsAreRefusedNamingTheCell) {
                                          {nullptr, {}, Protocol::query_agnostic, 2, setting}};
     for (auto* route : {&run_unit, &run_unit_naive}) {
       try {
-        (void)(*route)(model, weights, tokens, cells, decode_options());
+        (void)(*route)(model, weights, tokens, cells, decoding_test_options(kNewTokens));
         ADD_FAILURE() << "expected std::invalid_argument: " << expected;
       } catch (const std::invalid_argument& e) {
         EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();

@@ -31,14 +31,18 @@
 #include "runners/unit/dms_decoding.h"
 #include "runners/unit/unit_runner.h"
 #include "tests/unit_runner/core_only_engine.h"
+#include "tests/unit_runner/fan_out_check.h"
 #include "tests/unit_runner/test_support.h"
 
 namespace kvaudit::unit {
 namespace {
 
 using cpu::CpuModel;
+using testing::decoding_test_options;
+using testing::expect_same_decode;
 using testing::load_tiny_model;
 using testing::random_tokens;
+using testing::tiny_unit_tokens;
 
 constexpr int kNewTokens = 20;
 constexpr int kWindow = 8;
@@ -67,37 +71,6 @@ struct DmsMethods {
 bool is_dms_decoding(const CellSpec& spec) {
   const auto* dms = dynamic_cast<const methods::DmsMethod*>(spec.method);
   return dms != nullptr && dms->decoding();
-}
-
-UnitTokens tiny_unit(int vocab, std::uint32_t seed) {
-  UnitTokens t;
-  t.context = random_tokens(48, vocab, seed);
-  t.question = random_tokens(9, vocab, seed + 1);
-  t.suffix = random_tokens(4, vocab, seed + 2);
-  return t;
-}
-
-UnitRunOptions decode_options(int max_batch_cells = 0) {
-  UnitRunOptions options;
-  options.decode.max_new_tokens = kNewTokens;
-  options.seed = 19;
-  options.keep_selections = true;
-  options.max_batch_cells = max_batch_cells;
-  return options;
-}
-
-void expect_same(const CellResult& a, const CellResult& b, const std::string& where) {
-  EXPECT_EQ(a.status, b.status) << where << ": " << a.error << " / " << b.error;
-  EXPECT_EQ(a.generated, b.generated) << where << ": greedy outputs differ";
-  EXPECT_EQ(a.kept_bytes, b.kept_bytes) << where;
-  EXPECT_EQ(a.peak_kv_bytes, b.peak_kv_bytes) << where;
-  EXPECT_EQ(a.final_kv_bytes, b.final_kv_bytes) << where;
-  EXPECT_EQ(a.decode_compressions, b.decode_compressions) << where;
-  EXPECT_EQ(std::isnan(a.compression_seconds), std::isnan(b.compression_seconds)) << where;
-  ASSERT_EQ(a.selection.has_value(), b.selection.has_value()) << where;
-  if (a.selection) {
-    EXPECT_TRUE(a.selection->kept == b.selection->kept) << where;
-  }
 }
 
 // (b) and (d): the cell's steps by hand; returns the output and checks the rule on the cache.
@@ -167,8 +140,8 @@ TEST(DmsDecodingFanOut, EqualsNaiveTheStepsByHandAndTheRule) {
            {"llama", "f32"}, {"llama", "bf16"}, {"qwen2", "f32"}}) {
     const model::ModelWeights weights = load_tiny_model(family, dtype);
     CpuModel model(weights, AttentionBackend::sdpa);
-    const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
-    const UnitRunOptions options = decode_options();
+    const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 11);
+    const UnitRunOptions options = decoding_test_options(kNewTokens);
     const UnitResult fan_out = run_unit(model, weights, tokens, cells, options);
     const UnitResult naive = run_unit_naive(model, weights, tokens, cells, options);
     ASSERT_EQ(fan_out.cells.size(), cells.size());
@@ -178,7 +151,7 @@ TEST(DmsDecodingFanOut, EqualsNaiveTheStepsByHandAndTheRule) {
       const std::string where = family + " " + dtype + ": cell " + std::to_string(i);
       const CellResult& cell = fan_out.cells[i];
       ASSERT_EQ(cell.status, CellStatus::ok) << where << ": " << cell.error;
-      expect_same(cell, naive.cells[i], where + " (vs naive)");
+      expect_same_decode(cell, naive.cells[i], where + " (vs naive)");
       if (!is_dms_decoding(cells[i])) continue;
       std::vector<std::int32_t> rest(prompt.begin() + cell.boundary, prompt.end());
       rest.insert(rest.end(), tokens.suffix.begin(), tokens.suffix.end());
@@ -214,13 +187,15 @@ TEST(DmsDecodingFanOut, BatchesAndReuseRowsGiveEachCellItsResult) {
   CpuModel model(weights, AttentionBackend::eager);
   {
     const std::vector<CellSpec> cells = methods.cells();
-    const UnitTokens tokens = tiny_unit(model.config().vocab_size, 23);
-    const UnitResult alone = run_unit(model, weights, tokens, cells, decode_options(1));
+    const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 23);
+    const UnitResult alone =
+        run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens, 1));
     for (const int batch : {2, 0}) {
-      const UnitResult batched = run_unit(model, weights, tokens, cells, decode_options(batch));
+      const UnitResult batched =
+          run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens, batch));
       for (std::size_t i = 0; i < cells.size(); ++i)
-        expect_same(batched.cells[i], alone.cells[i],
-                    "batch " + std::to_string(batch) + " cell " + std::to_string(i));
+        expect_same_decode(batched.cells[i], alone.cells[i],
+                           "batch " + std::to_string(batch) + " cell " + std::to_string(i));
     }
   }
   const std::vector<CellSpec> cells = methods.cells(Protocol::reuse);
@@ -229,13 +204,15 @@ TEST(DmsDecodingFanOut, BatchesAndReuseRowsGiveEachCellItsResult) {
   for (int j = 0; j < 3; ++j)
     tokens.reuse_questions.push_back({random_tokens(4 + 3 * j, model.config().vocab_size, 50 + j),
                                       random_tokens(3, model.config().vocab_size, 60 + j)});
-  const UnitResult fan_out = run_unit(model, weights, tokens, cells, decode_options());
-  const UnitResult naive = run_unit_naive(model, weights, tokens, cells, decode_options());
+  const UnitResult fan_out =
+      run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens));
+  const UnitResult naive =
+      run_unit_naive(model, weights, tokens, cells, decoding_test_options(kNewTokens));
   ASSERT_EQ(fan_out.cells.size(), naive.cells.size());
   for (std::size_t r = 0; r < fan_out.cells.size(); ++r) {
     const std::string where = "reuse row " + std::to_string(r);
     ASSERT_EQ(fan_out.cells[r].status, CellStatus::ok) << where << ": " << fan_out.cells[r].error;
-    expect_same(fan_out.cells[r], naive.cells[r], where);
+    expect_same_decode(fan_out.cells[r], naive.cells[r], where);
   }
 }
 
@@ -245,10 +222,12 @@ TEST(DmsDecodingFanOut, AnEngineWithoutObservedFeedsFailsOnlyTheDmsDecodingCells
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   CpuModel inner(weights, AttentionBackend::sdpa);
   testing::CoreOnlyEngine engine(inner);
-  const UnitTokens tokens = tiny_unit(inner.config().vocab_size, 11);
-  const UnitResult on_cpu = run_unit(inner, weights, tokens, cells, decode_options());
+  const UnitTokens tokens = tiny_unit_tokens(inner.config().vocab_size, 11);
+  const UnitResult on_cpu =
+      run_unit(inner, weights, tokens, cells, decoding_test_options(kNewTokens));
   for (auto* route : {&run_unit, &run_unit_naive}) {
-    const UnitResult result = (*route)(engine, weights, tokens, cells, decode_options());
+    const UnitResult result =
+        (*route)(engine, weights, tokens, cells, decoding_test_options(kNewTokens));
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const std::string where = "cell " + std::to_string(i);
       if (is_dms_decoding(cells[i])) {
@@ -258,7 +237,7 @@ TEST(DmsDecodingFanOut, AnEngineWithoutObservedFeedsFailsOnlyTheDmsDecodingCells
             << result.cells[i].error;
         EXPECT_TRUE(result.cells[i].generated.empty()) << where;
       } else if (cells[i].decoding == nullptr) {
-        expect_same(result.cells[i], on_cpu.cells[i], where);
+        expect_same_decode(result.cells[i], on_cpu.cells[i], where);
       }
     }
   }
@@ -268,14 +247,14 @@ TEST(DmsDecodingFanOut, RefusesADecodingSettingOnADmsDecodingCell) {
   const DmsMethods methods;
   const model::ModelWeights weights = load_tiny_model("llama", "f32");
   CpuModel model(weights, AttentionBackend::sdpa);
-  const UnitTokens tokens = tiny_unit(model.config().vocab_size, 11);
+  const UnitTokens tokens = tiny_unit_tokens(model.config().vocab_size, 11);
   const std::vector<CellSpec> cells = {{&methods.dms_decoding,
                                         {.threshold = kThreshold},
                                         Protocol::query_agnostic,
                                         1,
                                         &methods.knorm_decoding}};
   try {
-    run_unit(model, weights, tokens, cells, decode_options());
+    run_unit(model, weights, tokens, cells, decoding_test_options(kNewTokens));
     ADD_FAILURE() << "accepted";
   } catch (const std::invalid_argument& error) {
     EXPECT_NE(std::string(error.what()).find("evicts while decoding by itself"), std::string::npos)

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <span>
 #include <string>
 
@@ -94,6 +95,23 @@ inline UnitResult expect_fan_out_equals_naive(cpu::CpuModel& model,
     EXPECT_EQ(a.stopped_on_stop_token, b.stopped_on_stop_token) << cell;
   }
   return fan_out;
+}
+
+// What decoding gives a cell: equal on every route and batch.
+inline void expect_same_decode(const CellResult& a, const CellResult& b, const std::string& where) {
+  EXPECT_EQ(a.status, b.status) << where << ": " << a.error << " / " << b.error;
+  EXPECT_EQ(a.error, b.error) << where;
+  EXPECT_EQ(a.selection.has_value(), b.selection.has_value()) << where;
+  if (a.selection && b.selection) {
+    EXPECT_TRUE(a.selection->kept == b.selection->kept) << where << ": prefill kept sets differ";
+  }
+  EXPECT_EQ(a.kept_bytes, b.kept_bytes) << where;
+  EXPECT_EQ(a.generated, b.generated) << where << ": greedy outputs differ";
+  EXPECT_EQ(a.stopped_on_stop_token, b.stopped_on_stop_token) << where;
+  EXPECT_EQ(a.peak_kv_bytes, b.peak_kv_bytes) << where;
+  EXPECT_EQ(a.final_kv_bytes, b.final_kv_bytes) << where;
+  EXPECT_EQ(a.decode_compressions, b.decode_compressions) << where;
+  EXPECT_EQ(std::isnan(a.compression_seconds), std::isnan(b.compression_seconds)) << where;
 }
 
 }  // namespace kvaudit::unit::testing

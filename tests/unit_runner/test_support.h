@@ -30,6 +30,26 @@ inline std::vector<std::int32_t> random_tokens(int count, int vocab, std::uint32
   return ids;
 }
 
+// A unit of the tiny vocabulary: a 48-token context, a 9-token question and a 4-token suffix.
+inline UnitTokens tiny_unit_tokens(int vocab, std::uint32_t seed) {
+  UnitTokens t;
+  t.context = random_tokens(48, vocab, seed);
+  t.question = random_tokens(9, vocab, seed + 1);
+  t.suffix = random_tokens(4, vocab, seed + 2);
+  return t;
+}
+
+// The decoding tests' options: `max_new_tokens` greedy tokens, seed 19, kept sets returned, at
+// most `max_batch_cells` cells decoded together (0: all).
+inline UnitRunOptions decoding_test_options(int max_new_tokens, int max_batch_cells = 0) {
+  UnitRunOptions options;
+  options.decode.max_new_tokens = max_new_tokens;
+  options.seed = 19;
+  options.keep_selections = true;
+  options.max_batch_cells = max_batch_cells;
+  return options;
+}
+
 // A unit of the tiny vocabulary with a reconstruction prompt (KVzip's, RestoreKV's): arbitrary
 // tokens, since the tiny models have no tokenizer, and a 3-token template head.
 inline UnitTokens tiny_unit_with_pass_prompt(int vocab, std::uint32_t seed) {
