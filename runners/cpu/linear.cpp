@@ -16,6 +16,7 @@
 // zero rows until M·N·K exceeds kSmallProduct: every row then goes through the blocked kernel,
 // whose result for a row does not depend on M (tests/cpu_runtime/linear_row_invariance_test.cpp).
 #include "runners/cpu/linear.h"
+#include "runners/cpu/linear_slices.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -86,35 +87,29 @@ void linear(std::span<const float> x, int rows, int in_features, std::span<const
   if (!bias.empty()) require_size(bias, out, "linear: bias");
   if (rows == 0 || out_features == 0) return;
 
-  const auto [threads, slice] = output_slices(rows, in_features, out_features);
-#pragma omp parallel for schedule(static, 1) num_threads(threads) if (threads > 1)
-  for (int t = 0; t < threads; ++t) {
-    const int first = t * slice;
-    const int count = std::min(slice, out_features - first);
-    if (count <= 0) continue;
-    // Row-major C[rows, count] = A[rows, in] · B[count, in]ᵀ, written into y's columns.
-    const float* w = weight.data() + static_cast<std::size_t>(first) * in;
-    const int padded = padded_rows(rows, count, in_features);
-    if (padded == rows) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, count, in_features, 1.0f, x.data(),
-                  in_features, w, in_features, 0.0f, y.data() + first, out_features);
-    } else {
-      const std::size_t p = static_cast<std::size_t>(padded);
-      // Per-thread scratch, reused across calls (decoding calls this for every projection).
-      thread_local std::vector<float> xp, yp;
-      xp.assign(p * in, 0.0f);
-      yp.resize(p * static_cast<std::size_t>(count));
-      std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(r * in), xp.begin());
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, padded, count, in_features, 1.0f,
-                  xp.data(), in_features, w, in_features, 0.0f, yp.data(), count);
-      for (std::size_t row = 0; row < r; ++row) {
-        std::copy_n(yp.data() + row * static_cast<std::size_t>(count), count,
-                    y.data() + row * out + static_cast<std::size_t>(first));
-      }
-    }
-    finish_linear_rows(y.data(), r, out, static_cast<std::size_t>(first),
-                       static_cast<std::size_t>(count), bias, rounding);
-  }
+  for_each_output_slice(
+      y.data(), rows, in_features, out_features, bias, rounding, [&](int first, int count) {
+        // Row-major C[rows, count] = A[rows, in] · B[count, in]ᵀ, written into y's columns.
+        const float* w = weight.data() + static_cast<std::size_t>(first) * in;
+        const int padded = padded_rows(rows, count, in_features);
+        if (padded == rows) {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, count, in_features, 1.0f,
+                      x.data(), in_features, w, in_features, 0.0f, y.data() + first, out_features);
+        } else {
+          const std::size_t p = static_cast<std::size_t>(padded);
+          // Per-thread scratch, reused across calls (decoding calls this for every projection).
+          thread_local std::vector<float> xp, yp;
+          xp.assign(p * in, 0.0f);
+          yp.resize(p * static_cast<std::size_t>(count));
+          std::copy(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(r * in), xp.begin());
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, padded, count, in_features, 1.0f,
+                      xp.data(), in_features, w, in_features, 0.0f, yp.data(), count);
+          for (std::size_t row = 0; row < r; ++row) {
+            std::copy_n(yp.data() + row * static_cast<std::size_t>(count), count,
+                        y.data() + row * out + static_cast<std::size_t>(first));
+          }
+        }
+      });
 }
 
 void lm_head(std::span<const float> hidden, int rows, int hidden_size,

@@ -22,20 +22,6 @@ void use_single_threaded_openblas();
 void linear(std::span<const float> x, int rows, int in_features, std::span<const float> weight,
             int out_features, std::span<const float> bias, Rounding rounding, std::span<float> y);
 
-// How linear() and linear_bf16() split the output features over OpenMP threads: `threads`
-// contiguous slices of `slice` features (a multiple of 64, whole register tiles; the last may be
-// shorter or empty), one thread inside a parallel region or below 2^18 multiply-adds.
-struct OutputSlices {
-  int threads;
-  int slice;
-};
-OutputSlices output_slices(int rows, int in_features, int out_features);
-
-// The epilogue of linear() and linear_bf16(): for rows 0..rows-1 of y (row stride `stride`),
-// outputs first..first+count-1 get bias[o] added in fp32 (when bias is not empty), then round_all.
-void finish_linear_rows(float* y, std::size_t rows, std::size_t stride, std::size_t first,
-                        std::size_t count, std::span<const float> bias, Rounding rounding);
-
 // logits [rows, vocab] = hidden [rows, hidden] · lm_headᵀ.
 void lm_head(std::span<const float> hidden, int rows, int hidden_size,
              std::span<const float> output_projection, int vocab, Rounding rounding,

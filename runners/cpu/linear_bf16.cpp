@@ -37,6 +37,7 @@
 #include <string>
 
 #include "runners/cpu/linear.h"
+#include "runners/cpu/linear_slices.h"
 #include "runners/cpu/shape_check.h"
 #include "runners/model/bf16.h"
 
@@ -423,20 +424,14 @@ void linear_bf16(std::span<const float> x, int rows, int in_features,
   float* const xw = fma ? x_widened.data() : nullptr;
   round_rows_to_bf16(x.data(), r, in, xp, xw);
 
-  const auto [threads, slice] = output_slices(rows, in_features, out_features);
-#pragma omp parallel for schedule(static, 1) num_threads(threads) if (threads > 1)
-  for (int t = 0; t < threads; ++t) {
-    const int first = t * slice;
-    const int count = std::min(slice, out_features - first);
-    if (count <= 0) continue;
+  const auto product = [&](int first, int count) {
     if (fma) {
       fma_slice(xw, rows, weight, first, count, y.data());
     } else {
       dpbf16_slice(xp, rows, weight, first, count, y.data());
     }
-    finish_linear_rows(y.data(), r, out, static_cast<std::size_t>(first),
-                       static_cast<std::size_t>(count), bias, rounding);
-  }
+  };
+  for_each_output_slice(y.data(), rows, in_features, out_features, bias, rounding, product);
 }
 
 }  // namespace kvaudit::cpu
