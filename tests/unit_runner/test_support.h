@@ -30,11 +30,12 @@ inline std::vector<std::int32_t> random_tokens(int count, int vocab, std::uint32
   return ids;
 }
 
-// A unit of the tiny vocabulary: a 48-token context, a 9-token question and a 4-token suffix.
-inline UnitTokens tiny_unit_tokens(int vocab, std::uint32_t seed) {
+// A unit of the tiny vocabulary: a 48-token context, a question (9 tokens unless said) and a
+// 4-token suffix.
+inline UnitTokens tiny_unit_tokens(int vocab, std::uint32_t seed, int question_tokens = 9) {
   UnitTokens t;
   t.context = random_tokens(48, vocab, seed);
-  t.question = random_tokens(9, vocab, seed + 1);
+  t.question = random_tokens(question_tokens, vocab, seed + 1);
   t.suffix = random_tokens(4, vocab, seed + 2);
   return t;
 }
@@ -53,10 +54,7 @@ inline UnitRunOptions decoding_test_options(int max_new_tokens, int max_batch_ce
 // A unit of the tiny vocabulary with a reconstruction prompt (KVzip's, RestoreKV's): arbitrary
 // tokens, since the tiny models have no tokenizer, and a 3-token template head.
 inline UnitTokens tiny_unit_with_pass_prompt(int vocab, std::uint32_t seed) {
-  UnitTokens t;
-  t.context = random_tokens(48, vocab, seed);
-  t.question = random_tokens(10, vocab, seed + 1);
-  t.suffix = random_tokens(4, vocab, seed + 2);
+  UnitTokens t = tiny_unit_tokens(vocab, seed, 10);
   t.pass_prompt.prefix_length = 3;
   t.pass_prompt.suffix = random_tokens(2, vocab, seed + 3);
   t.pass_prompt.repeat_first = random_tokens(7, vocab, seed + 4);
