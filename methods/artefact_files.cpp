@@ -19,18 +19,14 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw std::invalid_argument(path + ": " + what);
-}
-
 }  // namespace
 
 std::vector<unsigned char> read_artefact_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open the file");
+  if (!in) fail_artefact(path, "cannot open the file");
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                    std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "read error");
+  if (in.bad()) fail_artefact(path, "read error");
   return bytes;
 }
 
@@ -84,13 +80,14 @@ ParsedSafetensors parse_safetensors(std::vector<unsigned char> bytes, const std:
   ParsedSafetensors file;
   file.bytes = std::move(bytes);
   const auto size = static_cast<std::uint64_t>(file.bytes.size());
-  if (size < 8) fail(path, "not a safetensors file (shorter than its 8-byte header length)");
+  if (size < 8)
+    fail_artefact(path, "not a safetensors file (shorter than its 8-byte header length)");
   std::uint64_t header_length = 0;
   for (int i = 7; i >= 0; --i)
     header_length = (header_length << 8) | file.bytes[static_cast<std::size_t>(i)];
   if (header_length > size - 8)
-    fail(path, "safetensors header length " + std::to_string(header_length) +
-                   " exceeds the file size " + std::to_string(size));
+    fail_artefact(path, "safetensors header length " + std::to_string(header_length) +
+                            " exceeds the file size " + std::to_string(size));
   file.data_offset = 8 + header_length;
   const std::string header(reinterpret_cast<const char*>(file.bytes.data()) + 8,
                            static_cast<std::size_t>(header_length));
@@ -109,10 +106,11 @@ ParsedSafetensors parse_safetensors(std::vector<unsigned char> bytes, const std:
   try {
     root = json::parse(header, watch);
   } catch (const json::exception& e) {
-    fail(path, std::string("safetensors header is not valid JSON: ") + e.what());
+    fail_artefact(path, std::string("safetensors header is not valid JSON: ") + e.what());
   }
-  if (!duplicate.empty()) fail(path, "safetensors header names tensor '" + duplicate + "' twice");
-  if (!root.is_object()) fail(path, "safetensors header is not a JSON object");
+  if (!duplicate.empty())
+    fail_artefact(path, "safetensors header names tensor '" + duplicate + "' twice");
+  if (!root.is_object()) fail_artefact(path, "safetensors header is not a JSON object");
   const std::uint64_t data_size = size - file.data_offset;
   for (const auto& [name, entry] : root.items()) {
     if (name == "__metadata__") continue;
@@ -121,34 +119,38 @@ ParsedSafetensors parse_safetensors(std::vector<unsigned char> bytes, const std:
         !entry.contains("shape") || !entry.at("shape").is_array() ||
         !entry.contains("data_offsets") || !entry.at("data_offsets").is_array() ||
         entry.at("data_offsets").size() != 2)
-      fail(path, where + ": needs dtype (string), shape (array) and data_offsets ([begin, end])");
+      fail_artefact(
+          path, where + ": needs dtype (string), shape (array) and data_offsets ([begin, end])");
     TensorEntry t;
     t.dtype = entry.at("dtype").get<std::string>();
     std::uint64_t count = 1;
     for (const auto& dim : entry.at("shape")) {
-      if (!dim.is_number_unsigned()) fail(path, where + ": shape entries must be integers >= 0");
+      if (!dim.is_number_unsigned())
+        fail_artefact(path, where + ": shape entries must be integers >= 0");
       const auto n = dim.get<std::uint64_t>();
       if (n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
           (n != 0 && count > std::numeric_limits<std::uint64_t>::max() / n))
-        fail(path, where + ": shape overflows");
+        fail_artefact(path, where + ": shape overflows");
       count *= n;
       t.shape.push_back(static_cast<std::int64_t>(n));
     }
     for (const auto& offset : entry.at("data_offsets"))
-      if (!offset.is_number_unsigned()) fail(path, where + ": data_offsets must be integers >= 0");
+      if (!offset.is_number_unsigned())
+        fail_artefact(path, where + ": data_offsets must be integers >= 0");
     t.begin = entry.at("data_offsets")[0].get<std::uint64_t>();
     t.end = entry.at("data_offsets")[1].get<std::uint64_t>();
     if (t.begin > t.end || t.end > data_size)
-      fail(path, where + ": data_offsets [" + std::to_string(t.begin) + ", " +
-                     std::to_string(t.end) + ") lie outside the data buffer of " +
-                     std::to_string(data_size) + " bytes");
+      fail_artefact(path, where + ": data_offsets [" + std::to_string(t.begin) + ", " +
+                              std::to_string(t.end) + ") lie outside the data buffer of " +
+                              std::to_string(data_size) + " bytes");
     const std::uint64_t element = any_element_size(t.dtype);
-    if (element == 0) fail(path, where + ": unknown or unsupported dtype '" + t.dtype + "'");
+    if (element == 0)
+      fail_artefact(path, where + ": unknown or unsupported dtype '" + t.dtype + "'");
     if (count > std::numeric_limits<std::uint64_t>::max() / element ||
         count * element != t.end - t.begin)
-      fail(path, where + ": shape " + shape_text(t.shape) + " of " + t.dtype + " needs " +
-                     std::to_string(count) + " x " + std::to_string(element) +
-                     " bytes but data_offsets span " + std::to_string(t.end - t.begin));
+      fail_artefact(path, where + ": shape " + shape_text(t.shape) + " of " + t.dtype + " needs " +
+                              std::to_string(count) + " x " + std::to_string(element) +
+                              " bytes but data_offsets span " + std::to_string(t.end - t.begin));
     file.tensors.emplace(name, std::move(t));
   }
   return file;
@@ -158,7 +160,8 @@ std::vector<float> widen(const ParsedSafetensors& file, const TensorEntry& t,
                          const std::string& path, const std::string& name) {
   const std::uint64_t element = element_size(t.dtype);
   if (element == 0)
-    fail(path, "tensor '" + name + "' has dtype " + t.dtype + "; F32, F16 or BF16 is required");
+    fail_artefact(path,
+                  "tensor '" + name + "' has dtype " + t.dtype + "; F32, F16 or BF16 is required");
   const unsigned char* data =
       file.bytes.data() + static_cast<std::size_t>(file.data_offset + t.begin);
   const auto count = static_cast<std::size_t>((t.end - t.begin) / element);
@@ -177,8 +180,8 @@ std::vector<float> widen(const ParsedSafetensors& file, const TensorEntry& t,
                                  : half_to_float(bits16);
     }
     if (!std::isfinite(out[i]))
-      fail(path,
-           "tensor '" + name + "' holds a non-finite value at flat index " + std::to_string(i));
+      fail_artefact(path, "tensor '" + name + "' holds a non-finite value at flat index " +
+                              std::to_string(i));
   }
   return out;
 }
@@ -186,12 +189,17 @@ std::vector<float> widen(const ParsedSafetensors& file, const TensorEntry& t,
 void require_rank(const std::string& path, const std::string& name, const ArtefactTensor& t,
                   std::size_t rank, const std::string& layout) {
   if (t.shape.size() != rank)
-    fail(path, "tensor '" + name + "' must be " + layout + ", not " + shape_text(t.shape));
+    fail_artefact(path, "tensor '" + name + "' must be " + layout + ", not " + shape_text(t.shape));
   for (const auto n : t.shape)
-    if (n < 1) fail(path, "tensor '" + name + "' has an empty dimension: " + shape_text(t.shape));
+    if (n < 1)
+      fail_artefact(path, "tensor '" + name + "' has an empty dimension: " + shape_text(t.shape));
 }
 
 }  // namespace
+
+[[noreturn]] void fail_artefact(const std::string& source, const std::string& what) {
+  throw std::invalid_argument(source + ": " + what);
+}
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
   std::string out = "[";
@@ -214,8 +222,8 @@ std::map<std::string, ArtefactTensor> parse_safetensors_tensors(
     if (it == file.tensors.end()) {
       std::string present;
       for (const auto& [n, t] : file.tensors) present += (present.empty() ? "" : ", ") + n;
-      fail(path, "has no tensor '" + name +
-                     "' (it holds: " + (present.empty() ? std::string("none") : present) + ")");
+      fail_artefact(path, "has no tensor '" + name + "' (it holds: " +
+                              (present.empty() ? std::string("none") : present) + ")");
     }
     out[name] = {it->second.shape, widen(file, it->second, path, name)};
   }
@@ -256,21 +264,22 @@ ArtefactMatrix parse_tsv_matrix(const std::string& text, const std::string& path
       errno = 0;
       const double v = std::strtod(field.c_str(), &end);
       if (end != field.c_str() + field.size() || errno == ERANGE || !std::isfinite(v))
-        fail(path,
-             "line " + std::to_string(line_number) + ": '" + field + "' is not a finite number");
+        fail_artefact(path, "line " + std::to_string(line_number) + ": '" + field +
+                                "' is not a finite number");
       row.push_back(v);
       pos = stop;
     }
     if (m.rows == 0) {
       m.columns = static_cast<std::int64_t>(row.size());
     } else if (static_cast<std::int64_t>(row.size()) != m.columns) {
-      fail(path, "line " + std::to_string(line_number) + " has " + std::to_string(row.size()) +
-                     " values, the first row " + std::to_string(m.columns));
+      fail_artefact(path, "line " + std::to_string(line_number) + " has " +
+                              std::to_string(row.size()) + " values, the first row " +
+                              std::to_string(m.columns));
     }
     m.values.insert(m.values.end(), row.begin(), row.end());
     ++m.rows;
   }
-  if (m.rows == 0) fail(path, "holds no rows");
+  if (m.rows == 0) fail_artefact(path, "holds no rows");
   return m;
 }
 
@@ -290,8 +299,9 @@ void check_expected_attention_stats_file(const std::string& path) {
     require_rank(path, "query_cov", cov, 4, "[layers, heads, head_dim, head_dim]");
     if (cov.shape[0] != mean.shape[0] || cov.shape[1] != mean.shape[1] ||
         cov.shape[2] != mean.shape[2] || cov.shape[3] != mean.shape[2])
-      fail(path, "query_cov " + shape_text(cov.shape) + " does not match query_mean " +
-                     shape_text(mean.shape) + " (want [layers, heads, head_dim, head_dim])");
+      fail_artefact(path, "query_cov " + shape_text(cov.shape) + " does not match query_mean " +
+                              shape_text(mean.shape) +
+                              " (want [layers, heads, head_dim, head_dim])");
   });
 }
 

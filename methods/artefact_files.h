@@ -61,6 +61,9 @@ ArtefactMatrix parse_tsv_matrix(const std::string& text, const std::string& sour
 // "[2, 4, 16]" for messages.
 std::string shape_text(const std::vector<std::int64_t>& shape);
 
+// Throws std::invalid_argument("<source>: <what>"), the form of every artefact reader's error.
+[[noreturn]] void fail_artefact(const std::string& source, const std::string& what);
+
 // Runs `check` (a reader of the file at `path`) for a plan-time check: an std::invalid_argument's
 // leading "<path>: " is removed (the plan writes "manifest:line:col: methods.<config>.<param>:
 // <path>: " itself); other exceptions pass unchanged.

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 #include "methods/layer_budgets.h"
@@ -15,9 +16,7 @@
 namespace kvaudit::methods {
 namespace {
 
-std::size_t sz(int n) { return static_cast<std::size_t>(n); }
-
-void check_params(const CakeParams& params) {
+void check_cake_params(const CakeParams& params) {
   if (params.window < 2)
     throw std::invalid_argument("cake: window must be >= 2 (the variance over the window rows)");
   if (params.kernel_size < 1 || params.kernel_size % 2 == 0)
@@ -30,13 +29,13 @@ void check_params(const CakeParams& params) {
 }  // namespace
 
 CakeLayerStatistics cake_layer_statistics(const LayerCapture& layer, const CakeParams& params) {
-  check_params(params);
+  check_cake_params(params);
   check_window(layer, params.window, "cake");
-  const std::size_t w = sz(params.window);
-  const std::size_t L = sz(layer.length);
+  const std::size_t w = to_size(params.window);
+  const std::size_t L = to_size(layer.length);
   const std::size_t P = L - w;
-  const std::size_t heads = sz(layer.num_heads);
-  const std::size_t group = sz(layer.group_size());
+  const std::size_t heads = to_size(layer.num_heads);
+  const std::size_t group = to_size(layer.group_size());
   const bool bf16 = layer.model_is_bf16;
   const auto attention = window_attention(layer, params.window);  // [H, w, L]
   const auto at = [&](std::size_t h, std::size_t r, std::size_t j) {
@@ -84,7 +83,7 @@ CakeLayerStatistics cake_layer_statistics(const LayerCapture& layer, const CakeP
       maybe_bf16(static_cast<float>(std::pow(stats.shift, 1.0 / params.tau2)), bf16);
   stats.preference = static_cast<double>(dispersion_term * shift_term);
 
-  const std::size_t kv_heads = sz(layer.num_kv_heads);
+  const std::size_t kv_heads = to_size(layer.num_kv_heads);
   stats.indicator.assign(kv_heads * P, 0.0f);
   for (std::size_t g = 0; g < kv_heads; ++g) {
     for (std::size_t j = 0; j < P; ++j) {
@@ -156,7 +155,7 @@ std::vector<std::int64_t> cake_layer_budgets(std::span<const double> preferences
   return fit_layer_budgets(cake_adjust_budgets(raw, total, cap), total, 0, cap);
 }
 
-CakeMethod::CakeMethod(CakeParams params) : params_(params) { check_params(params_); }
+CakeMethod::CakeMethod(CakeParams params) : params_(params) { check_cake_params(params_); }
 
 Selection CakeMethod::select(std::span<const LayerCapture> layers, const Budget& budget,
                              const SelectionContext&) const {
@@ -169,7 +168,7 @@ Selection CakeMethod::select(std::span<const LayerCapture> layers, const Budget&
   if (n_kept <= w) {
     // No room beside the window: every layer keeps its n_kept most recent positions.
     for (const auto& layer : layers) {
-      selection.kept.emplace_back(sz(layer.num_kv_heads), [&] {
+      selection.kept.emplace_back(to_size(layer.num_kv_heads), [&] {
         std::vector<std::int32_t> recent;
         for (std::int64_t j = L - n_kept; j < L; ++j)
           recent.push_back(static_cast<std::int32_t>(j));

@@ -8,13 +8,12 @@
 #include <stdexcept>
 #include <vector>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/non_causal_attention.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 // Rounds a double to the model dtype (bf16 or f32), widened back.
 double to_dtype(double x, bool bf16) {
@@ -109,21 +108,21 @@ void CapScorer::score(const LayerCapture& layer, const SelectionContext&,
   if (layer.length <= params_.n_sink)
     throw std::invalid_argument("cap: L = " + std::to_string(layer.length) +
                                 " must be larger than n_sink = " + std::to_string(params_.n_sink));
-  if (layer.rope_inv_freq.size() != sz(layer.head_dim / 2))
+  if (layer.rope_inv_freq.size() != to_size(layer.head_dim / 2))
     throw std::invalid_argument("cap: layer " + std::to_string(layer.layer) +
                                 " capture: rope_inv_freq must have head_dim/2 entries");
   const bool bf16 = layer.model_is_bf16;
-  const std::size_t L = sz(layer.length);
-  const std::size_t d = sz(layer.head_dim);
-  const std::size_t sink = sz(params_.n_sink);
+  const std::size_t L = to_size(layer.length);
+  const std::size_t d = to_size(layer.head_dim);
+  const std::size_t sink = to_size(params_.n_sink);
   const std::size_t m = L - sink;  // scored positions
-  const std::size_t g = sz(layer.group_size());
+  const std::size_t g = to_size(layer.group_size());
   const std::vector<double> rotation =
       averaged_rotation(layer.rope_inv_freq, layer.length, params_.n_future_positions, bf16);
 
-  std::vector<float> scores_kv(sz(layer.num_kv_heads) * m, 0.0f);
+  std::vector<float> scores_kv(to_size(layer.num_kv_heads) * m, 0.0f);
   std::vector<double> rotated(d), anchor(d);
-  for (std::size_t h = 0; h < sz(layer.num_heads); ++h) {
+  for (std::size_t h = 0; h < to_size(layer.num_heads); ++h) {
     const std::size_t kv = h / g;
     const float* keys = layer.keys[kv].data();
     const float* values = layer.values[kv].data();
@@ -195,14 +194,14 @@ void CapScorer::score(const LayerCapture& layer, const SelectionContext&,
   }
   // Mean over the group, then the sinks at the layer max + 1.
   float top = -std::numeric_limits<float>::infinity();
-  for (std::size_t kv = 0; kv < sz(layer.num_kv_heads); ++kv) {
+  for (std::size_t kv = 0; kv < to_size(layer.num_kv_heads); ++kv) {
     for (std::size_t j = 0; j < m; ++j) {
       const float s = scores_kv[kv * m + j] / static_cast<float>(g);
       scores[kv * L + sink + j] = s;
       top = std::max(top, s);
     }
   }
-  for (std::size_t kv = 0; kv < sz(layer.num_kv_heads); ++kv)
+  for (std::size_t kv = 0; kv < to_size(layer.num_kv_heads); ++kv)
     for (std::size_t j = 0; j < sink; ++j) scores[kv * L + j] = top + 1.0f;
 }
 

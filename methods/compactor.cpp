@@ -10,16 +10,11 @@
 #include <variant>
 #include <vector>
 
+#include "base/size_cast.h"
 #include "methods/non_causal_attention.h"
 #include "methods/scorer_method.h"
 
 namespace kvaudit::methods {
-namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
-
-}  // namespace
-
 CompactorScorer::CompactorScorer(CompactorParams params, SketchSource injected_sketch)
     : params_(params), injected_sketch_(std::move(injected_sketch)) {
   if (params_.sink_size_start < 0 || params_.sink_size_end < 0)
@@ -43,7 +38,7 @@ void CompactorScorer::score_for_budget(const LayerCapture& layer, const Budget& 
   const int left = std::min(params_.sink_size_start, L);
   const int right = std::min(params_.sink_size_end, std::max(0, L - left));
   const int middle = L - left - right;
-  const std::size_t n = sz(L);
+  const std::size_t n = to_size(L);
   if (middle == 0) {
     std::fill(scores.begin(), scores.end(), 0.0f);
     return;
@@ -61,17 +56,17 @@ void CompactorScorer::score_for_budget(const LayerCapture& layer, const Budget& 
   const auto blending = static_cast<float>(
       params_.variant == CompactorVariant::kvpress ? budget.compression : params_.blending);
   float top = -std::numeric_limits<float>::infinity();
-  for (std::size_t h = 0; h < sz(layer.num_kv_heads); ++h) {
-    for (std::size_t j = 0; j < sz(middle); ++j) {
-      const std::size_t at = h * sz(middle) + j;
+  for (std::size_t h = 0; h < to_size(layer.num_kv_heads); ++h) {
+    for (std::size_t j = 0; j < to_size(middle); ++j) {
+      const std::size_t at = h * to_size(middle) + j;
       const float s = blending * leverage[at] + attention[at];
-      scores[h * n + sz(left) + j] = s;
+      scores[h * n + to_size(left) + j] = s;
       top = std::max(top, s);
     }
   }
-  for (std::size_t h = 0; h < sz(layer.num_kv_heads); ++h) {
-    for (std::size_t j = 0; j < sz(left); ++j) scores[h * n + j] = top;
-    for (std::size_t j = n - sz(right); j < n; ++j) scores[h * n + j] = top;
+  for (std::size_t h = 0; h < to_size(layer.num_kv_heads); ++h) {
+    for (std::size_t j = 0; j < to_size(left); ++j) scores[h * n + j] = top;
+    for (std::size_t j = n - to_size(right); j < n; ++j) scores[h * n + j] = top;
   }
 }
 

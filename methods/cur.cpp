@@ -6,13 +6,12 @@
 #include <cstddef>
 #include <stdexcept>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 // ‖X_j‖₂² for every row of X ([L, d]); each square and the sum in the model dtype.
 std::vector<float> squared_norms(std::span<const float> x, std::size_t length, std::size_t d,
@@ -56,14 +55,14 @@ void CurScorer::score(const LayerCapture& layer, const SelectionContext&,
                       std::span<float> scores) const {
   check_capture_basics(layer, name());
   const bool bf16 = layer.model_is_bf16;
-  const std::size_t L = sz(layer.length);
-  const std::size_t d = sz(layer.head_dim);
-  for (std::size_t h = 0; h < sz(layer.num_kv_heads); ++h) {
+  const std::size_t L = to_size(layer.length);
+  const std::size_t d = to_size(layer.head_dim);
+  for (std::size_t h = 0; h < to_size(layer.num_kv_heads); ++h) {
     std::vector<float> key_norms = squared_norms(layer.keys[h], L, d, bf16);
     std::vector<float> value_norms = squared_norms(layer.values[h], L, d, bf16);
     if (params_.use_local_approximation) {
-      normalise_in_windows(key_norms, sz(params_.local_window_size), bf16);
-      normalise_in_windows(value_norms, sz(params_.local_window_size), bf16);
+      normalise_in_windows(key_norms, to_size(params_.local_window_size), bf16);
+      normalise_in_windows(value_norms, to_size(params_.local_window_size), bf16);
     }
     std::span<float> head = scores.subspan(h * L, L);
     for (std::size_t j = 0; j < L; ++j) {
@@ -87,7 +86,8 @@ void CurScorer::score(const LayerCapture& layer, const SelectionContext&,
     const float total = maybe_bf16(static_cast<float>(sum), bf16);
     for (float& s : head) s = maybe_bf16(s / total, bf16);
     std::fill(head.begin(),
-              head.begin() + static_cast<std::ptrdiff_t>(std::min(L, sz(params_.num_sinks))), 1.0f);
+              head.begin() + static_cast<std::ptrdiff_t>(std::min(L, to_size(params_.num_sinks))),
+              1.0f);
   }
 }
 

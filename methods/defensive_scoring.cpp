@@ -10,15 +10,13 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "base/size_cast.h"
 #include "methods/capture_checks.h"
 #include "methods/top_k.h"
 #include "methods/window_attention.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
-std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
 
 // Step 2 for one window row: avg_pool1d(kernel 5, padding 2, stride 1, count_include_pad) over
 // the P prefix entries, then rescaled so the row keeps its original mass.
@@ -47,9 +45,9 @@ void pool_and_rescale(const float* row, std::size_t prefix, float* pooled) {
 // projection accumulates in fp32 (over c, in order); the L1 sum over o runs in double. The o_proj
 // block of head h is transposed to [d, D] so the inner loop over o is contiguous.
 std::vector<double> value_output_norms(const LayerCapture& layer, std::size_t prefix) {
-  const std::size_t H = sz(layer.num_heads);
-  const std::size_t d = sz(layer.head_dim);
-  const std::size_t D = sz(layer.hidden_size);
+  const std::size_t H = to_size(layer.num_heads);
+  const std::size_t d = to_size(layer.head_dim);
+  const std::size_t D = to_size(layer.hidden_size);
   const std::size_t hd = H * d;
   std::vector<double> norms(H * prefix, 0.0);
   std::vector<float> block(d * D);
@@ -57,7 +55,7 @@ std::vector<double> value_output_norms(const LayerCapture& layer, std::size_t pr
   for (std::size_t h = 0; h < H; ++h) {
     for (std::size_t o = 0; o < D; ++o)
       for (std::size_t c = 0; c < d; ++c) block[c * D + o] = layer.o_proj[o * hd + h * d + c];
-    const float* values = layer.values[sz(layer.kv_head_of(static_cast<int>(h)))].data();
+    const float* values = layer.values[to_size(layer.kv_head_of(static_cast<int>(h)))].data();
     for (std::size_t j = 0; j < prefix; ++j) {
       const float* v = values + j * d;
       std::fill(projected.begin(), projected.end(), 0.0f);
@@ -102,10 +100,10 @@ DefensiveLayerScores score_defensive_layer(const LayerCapture& layer, int window
   check_o_proj(layer, method);
   check_defensive_compression(compression, method);
 
-  const std::size_t Hkv = sz(layer.num_kv_heads);
-  const std::size_t G = sz(layer.group_size());
-  const std::size_t L = sz(layer.length);
-  const std::size_t w = sz(window);
+  const std::size_t Hkv = to_size(layer.num_kv_heads);
+  const std::size_t G = to_size(layer.group_size());
+  const std::size_t L = to_size(layer.length);
+  const std::size_t w = to_size(window);
   const std::size_t P = L - w;
 
   DefensiveLayerScores out;
@@ -120,12 +118,12 @@ DefensiveLayerScores score_defensive_layer(const LayerCapture& layer, int window
   // Window bias b (quirk: the w columns just before the window).
   const std::size_t bias_begin = P > w ? P - w : 0;
   double bias_total = 0.0;
-  for (std::size_t h = 0; h < sz(layer.num_heads); ++h)
+  for (std::size_t h = 0; h < to_size(layer.num_heads); ++h)
     for (std::size_t i = 0; i < w; ++i) {
       const float* row = row_of(h, i);
       for (std::size_t j = bias_begin; j < P; ++j) bias_total += row[j];
     }
-  out.window_bias = bias_total / static_cast<double>(sz(layer.num_heads) * w);
+  out.window_bias = bias_total / static_cast<double>(to_size(layer.num_heads) * w);
 
   // Steps 2–3 and the unpooled group/window mean ā_k for stage 1.
   out.worst_case.assign(Hkv * P, 0.0f);
@@ -199,7 +197,7 @@ DefensiveLayerScores score_defensive_layer(const LayerCapture& layer, int window
     std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return p[a] > p[b]; });
-    for (std::size_t r = 0; r < sz(c); ++r) out.scores[k * L + order[r]] = max_score;
+    for (std::size_t r = 0; r < to_size(c); ++r) out.scores[k * L + order[r]] = max_score;
   }
 
   // Step 6: the window gets M (not M + 1).
@@ -211,9 +209,9 @@ DefensiveLayerScores score_defensive_layer(const LayerCapture& layer, int window
 std::vector<std::vector<std::int32_t>> split_flat_top_k(std::span<const float> scores,
                                                         int num_kv_heads, int length,
                                                         std::int64_t count) {
-  std::vector<std::vector<std::int32_t>> kept(sz(num_kv_heads));
+  std::vector<std::vector<std::int32_t>> kept(to_size(num_kv_heads));
   for (const std::int64_t flat : top_k_ranked(scores, count))
-    kept[sz(flat / length)].push_back(static_cast<std::int32_t>(flat % length));
+    kept[to_size(flat / length)].push_back(static_cast<std::int32_t>(flat % length));
   for (auto& head : kept) std::sort(head.begin(), head.end());
   return kept;
 }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 #include "methods/extra_pass.h"
@@ -21,10 +22,8 @@ constexpr std::int64_t kLongContext = 32000;
 // FastKVzipGate's RMSNorms are Qwen3RMSNorm with its default epsilon.
 constexpr double kNormEpsilon = 1e-6;
 
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
-
 // x·w over n elements, accumulated in double, returned as f32 (a BLAS dot up to f32 rounding).
-float dot(const float* x, const float* w, std::size_t n) {
+float gate_dot(const float* x, const float* w, std::size_t n) {
   double sum = 0.0;
   for (std::size_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(w[i]);
   return static_cast<float>(sum);
@@ -67,7 +66,8 @@ std::vector<float> fastkvzip_gate_scores(const FastKvzipGate& gate,
     for (std::size_t h = 0; h < kv_heads; ++h) {
       for (std::size_t e = 0; e < o; ++e) {
         const std::size_t row = h * o + e;
-        key[e] = maybe_bf16(dot(x, gate.k_weight.data() + row * hidden, hidden), model_is_bf16);
+        key[e] =
+            maybe_bf16(gate_dot(x, gate.k_weight.data() + row * hidden, hidden), model_is_bf16);
       }
       rms_norm(key.data(), gate.k_norm, model_is_bf16);
       float sum = 0.0f;
@@ -75,14 +75,15 @@ std::vector<float> fastkvzip_gate_scores(const FastKvzipGate& gate,
         float* q = query.data() + g * o;
         for (std::size_t e = 0; e < o; ++e) {
           const std::size_t row = (h * groups + g) * o + e;
-          q[e] = maybe_bf16(dot(x, gate.q_weight.data() + row * hidden, hidden) + gate.q_bias[row],
-                            model_is_bf16);
+          q[e] = maybe_bf16(
+              gate_dot(x, gate.q_weight.data() + row * hidden, hidden) + gate.q_bias[row],
+              model_is_bf16);
         }
         rms_norm(q, gate.q_norm, model_is_bf16);
-        const float logit = dot(key.data(), q, o) / scale + gate.bias[h * groups + g];
+        const float logit = gate_dot(key.data(), q, o) / scale + gate.bias[h * groups + g];
         float exp_sum = 0.0f;
         for (std::size_t s = 0; s < sinks; ++s) {
-          const float base = dot(gate.k_base.data() + (h * sinks + s) * o, q, o) / scale;
+          const float base = gate_dot(gate.k_base.data() + (h * sinks + s) * o, q, o) / scale;
           exp_sum += std::exp(base - logit);
         }
         sum += 1.0f / (1.0f + exp_sum);

@@ -15,7 +15,7 @@ namespace kvaudit::methods {
 
 namespace {
 
-void check_params(const FinchParams& params) {
+void check_finch_params(const FinchParams& params) {
   if (params.window < 1) throw std::invalid_argument("finch: window must be >= 1");
   if (params.chunk_length < 0) throw std::invalid_argument("finch: chunk_length must be >= 0");
 }
@@ -29,7 +29,7 @@ int finch_window(const SelectionContext& context, int fallback_window) {
   return context.question_tokens > 0 ? context.question_tokens : fallback_window;
 }
 
-FinchScorer::FinchScorer(FinchParams params) : params_(params) { check_params(params_); }
+FinchScorer::FinchScorer(FinchParams params) : params_(params) { check_finch_params(params_); }
 
 void FinchScorer::score(const LayerCapture& layer, const SelectionContext& context,
                         std::span<float> scores) const {

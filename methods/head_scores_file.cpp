@@ -15,34 +15,35 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument(what); }
+[[noreturn]] void fail_head_scores(const std::string& what) { throw std::invalid_argument(what); }
 
 // "<layer>-<head>" → (layer, head); nullopt-like failure by throwing.
-std::pair<int, int> parse_key(const std::string& key) {
+std::pair<int, int> parse_head_key(const std::string& key) {
   const auto dash = key.find('-');
   auto number = [&](std::string_view text) {
     int value = -1;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0)
-      fail("key '" + key + "' is not \"<layer>-<head>\" with non-negative integers");
+      fail_head_scores("key '" + key + "' is not \"<layer>-<head>\" with non-negative integers");
     return value;
   };
   if (dash == std::string::npos)
-    fail("key '" + key + "' is not \"<layer>-<head>\" with non-negative integers");
+    fail_head_scores("key '" + key + "' is not \"<layer>-<head>\" with non-negative integers");
   const std::string_view all(key);
   return {number(all.substr(0, dash)), number(all.substr(dash + 1))};
 }
 
 double score_of(const std::string& key, const json& value) {
   auto finite_non_negative = [&](const json& v) {
-    if (!v.is_number()) fail("value of '" + key + "' is not a number or a list of numbers");
+    if (!v.is_number())
+      fail_head_scores("value of '" + key + "' is not a number or a list of numbers");
     const double x = v.get<double>();
-    if (!std::isfinite(x)) fail("value of '" + key + "' is not finite");
-    if (x < 0) fail("value of '" + key + "' is negative (" + std::to_string(x) + ")");
+    if (!std::isfinite(x)) fail_head_scores("value of '" + key + "' is not finite");
+    if (x < 0) fail_head_scores("value of '" + key + "' is negative (" + std::to_string(x) + ")");
     return x;
   };
   if (!value.is_array()) return finite_non_negative(value);
-  if (value.empty()) fail("value of '" + key + "' is an empty list");
+  if (value.empty()) fail_head_scores("value of '" + key + "' is an empty list");
   double sum = 0.0;
   for (const json& v : value) sum += finite_non_negative(v);
   return sum / static_cast<double>(value.size());
@@ -55,17 +56,19 @@ HeadScores parse_head_scores(const std::string& json_text) {
   try {
     root = json::parse(json_text);
   } catch (const json::exception& e) {  // syntax errors, numbers beyond double
-    fail(std::string("not valid JSON (") + e.what() + ")");
+    fail_head_scores(std::string("not valid JSON (") + e.what() + ")");
   }
   if (!root.is_object() || root.empty())
-    fail("expected a non-empty JSON object {\"<layer>-<head>\": score or [scores], ...}");
+    fail_head_scores(
+        "expected a non-empty JSON object {\"<layer>-<head>\": score or [scores], ...}");
   std::map<std::pair<int, int>, double> by_head;
   int layers = 0;
   int heads = 0;
   for (const auto& [key, value] : root.items()) {
-    const auto [layer, head] = parse_key(key);
+    const auto [layer, head] = parse_head_key(key);
     if (!by_head.emplace(std::pair{layer, head}, score_of(key, value)).second)
-      fail("head " + std::to_string(layer) + "-" + std::to_string(head) + " appears twice");
+      fail_head_scores("head " + std::to_string(layer) + "-" + std::to_string(head) +
+                       " appears twice");
     layers = std::max(layers, layer + 1);
     heads = std::max(heads, head + 1);
   }
@@ -73,9 +76,9 @@ HeadScores parse_head_scores(const std::string& json_text) {
     for (int l = 0; l < layers; ++l)
       for (int h = 0; h < heads; ++h)
         if (!by_head.count({l, h}))
-          fail("keys do not cover " + std::to_string(layers) + " layers × " +
-               std::to_string(heads) + " heads: '" + std::to_string(l) + "-" + std::to_string(h) +
-               "' is missing");
+          fail_head_scores("keys do not cover " + std::to_string(layers) + " layers × " +
+                           std::to_string(heads) + " heads: '" + std::to_string(l) + "-" +
+                           std::to_string(h) + "' is missing");
   }
   HeadScores out{.layers = layers, .heads = heads, .score = {}};
   out.score.reserve(by_head.size());
@@ -84,13 +87,14 @@ HeadScores parse_head_scores(const std::string& json_text) {
     out.score.push_back(score);
     total += score;
   }
-  if (!(total > 0)) fail("every head score is 0 (the budget cannot be distributed by score)");
+  if (!(total > 0))
+    fail_head_scores("every head score is 0 (the budget cannot be distributed by score)");
   return out;
 }
 
 HeadScores read_head_scores(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot be read");
+  if (!in) fail_head_scores("cannot be read");
   std::ostringstream text;
   text << in.rdbuf();
   return parse_head_scores(text.str());

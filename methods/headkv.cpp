@@ -18,7 +18,7 @@ SnapKvParams window_scorer_params(const HeadKvParams& p) {
                       .pooling = p.pooling};
 }
 
-void check_params(const HeadKvParams& p) {
+void check_headkv_params(const HeadKvParams& p) {
   if (!(p.beta >= 1.0) || !std::isfinite(p.beta))
     throw std::invalid_argument("headkv: beta must be finite and >= 1");
   if (!(p.temperature >= 0.0) || !std::isfinite(p.temperature))
@@ -99,14 +99,14 @@ HeadKvMethod::HeadKvMethod(HeadKvParams params)
     : params_(std::move(params)),
       scores_(read_or_explain(params_.head_scores)),
       scorer_(window_scorer_params(params_)) {
-  check_params(params_);
+  check_headkv_params(params_);
 }
 
 HeadKvMethod::HeadKvMethod(HeadKvParams params, HeadScores scores)
     : params_(std::move(params)),
       scores_(std::move(scores)),
       scorer_(window_scorer_params(params_)) {
-  check_params(params_);
+  check_headkv_params(params_);
 }
 
 Selection HeadKvMethod::select(std::span<const LayerCapture> layers, const Budget& budget,

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 #include "methods/top_k.h"
@@ -20,15 +21,12 @@ namespace {
 // kvpress adds this to the scores of the first keep_token_lower_bound ranks (in f32).
 constexpr float kLowerBoundBoost = 1e9f;
 
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
-std::size_t to_size(std::int64_t value) { return static_cast<std::size_t>(value); }
-
 const char* aggregation_name(KvcomposeAggregation aggregation) {
   return aggregation == KvcomposeAggregation::max ? "max" : "mean";
 }
 
 // x·y over d elements, accumulated in double, returned as f32 (a BLAS dot up to f32 rounding).
-float dot(const float* x, const float* y, int d) {
+float key_dot(const float* x, const float* y, int d) {
   double sum = 0.0;
   for (int i = 0; i < d; ++i) sum += static_cast<double>(x[i]) * static_cast<double>(y[i]);
   return static_cast<float>(sum);
@@ -122,7 +120,7 @@ void KvcomposeMethod::observe(const LayerCapture& cached, const PassChunk& chunk
       const int visible = length + t + 1;  // the cached keys and the pass's keys up to row t
       float top = -std::numeric_limits<float>::infinity();
       for (int c = 0; c < visible; ++c) {
-        const float s = maybe_bf16(maybe_bf16(dot(q, key_row(g, c), d), bf16) * scale, bf16);
+        const float s = maybe_bf16(maybe_bf16(key_dot(q, key_row(g, c), d), bf16) * scale, bf16);
         weights[to_size(c)] = s;
         top = std::max(top, s);
       }

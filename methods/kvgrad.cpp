@@ -12,7 +12,7 @@
 namespace kvaudit::methods {
 namespace {
 
-KvzipParams reconstruction_params(const KvgradParams& p) {
+KvzipParams kvgrad_reconstruction_params(const KvgradParams& p) {
   KvzipParams k;
   k.variant = KvzipVariant::kvzip;
   k.layerwise = p.layerwise;
@@ -24,7 +24,7 @@ KvzipParams reconstruction_params(const KvgradParams& p) {
 }  // namespace
 
 KvgradMethod::KvgradMethod(KvgradParams params)
-    : params_(params), reconstruction_(reconstruction_params(params)) {}
+    : params_(params), reconstruction_(kvgrad_reconstruction_params(params)) {}
 
 std::string KvgradMethod::pass_key() const {
   return "kvgrad: reconstruction + gradient; n_sink=" + std::to_string(params_.n_sink) +

@@ -7,13 +7,12 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
 
 // out[r] = round(W[r]·x + b[r]) for r < rows, W [rows, n] row-major; the sum in double, rounded
 // once (to bf16 when `bf16`, with the weights and bias rounded to bf16 first, else to f32).

@@ -14,10 +14,6 @@
 namespace kvaudit::methods {
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw std::invalid_argument(source + ": " + what);
-}
-
 constexpr const char* kLayersPrefix = "layers.";
 
 // "layers.<i>.<rest>" → (i, rest); (-1, "") for any other name. Indices are canonical decimals.
@@ -49,16 +45,16 @@ std::string layer_tensor(int layer, const std::string& rest) {
   return kLayersPrefix + std::to_string(layer) + "." + rest;
 }
 
-void require_shape(const std::string& source, const std::string& name,
-                   const std::vector<std::int64_t>& shape, const std::vector<std::int64_t>& want,
-                   const std::string& meaning) {
+void require_kvzap_shape(const std::string& source, const std::string& name,
+                         const std::vector<std::int64_t>& shape,
+                         const std::vector<std::int64_t>& want, const std::string& meaning) {
   if (shape != want)
-    fail(source, "tensor '" + name + "' has shape " + shape_text(shape) + ", expected " +
-                     shape_text(want) + " (" + meaning + ")");
+    fail_artefact(source, "tensor '" + name + "' has shape " + shape_text(shape) + ", expected " +
+                              shape_text(want) + " (" + meaning + ")");
 }
 
-KvzapLayer layer_of(const std::string& source, KvzapModelType type, int layer,
-                    std::map<std::string, ArtefactTensor>& tensors) {
+KvzapLayer read_kvzap_layer(const std::string& source, KvzapModelType type, int layer,
+                            std::map<std::string, ArtefactTensor>& tensors) {
   const auto take = [&](const std::string& rest) -> ArtefactTensor& {
     return tensors.at(layer_tensor(layer, rest));
   };
@@ -68,29 +64,30 @@ KvzapLayer layer_of(const std::string& source, KvzapModelType type, int layer,
   const std::string first_name =
       layer_tensor(layer, type == KvzapModelType::linear ? "weight" : "0.weight");
   if (first.shape.size() != 2 || first.shape[0] < 1 || first.shape[1] < 1)
-    fail(source, "tensor '" + first_name + "' has shape " + shape_text(first.shape) +
-                     (type == KvzapModelType::linear ? ", expected [KV heads, hidden size]"
-                                                     : ", expected [hidden_dim, hidden size]"));
+    fail_artefact(source,
+                  "tensor '" + first_name + "' has shape " + shape_text(first.shape) +
+                      (type == KvzapModelType::linear ? ", expected [KV heads, hidden size]"
+                                                      : ", expected [hidden_dim, hidden size]"));
   out.input_dim = static_cast<int>(first.shape[1]);
   if (type == KvzapModelType::linear) {
     out.output_dim = static_cast<int>(first.shape[0]);
-    require_shape(source, layer_tensor(layer, "bias"), take("bias").shape, {first.shape[0]},
-                  "[KV heads]");
+    require_kvzap_shape(source, layer_tensor(layer, "bias"), take("bias").shape, {first.shape[0]},
+                        "[KV heads]");
     out.w1 = std::move(first.values);
     out.b1 = std::move(take("bias").values);
     return out;
   }
   out.hidden_dim = static_cast<int>(first.shape[0]);
-  require_shape(source, layer_tensor(layer, "0.bias"), take("0.bias").shape, {first.shape[0]},
-                "[hidden_dim]");
+  require_kvzap_shape(source, layer_tensor(layer, "0.bias"), take("0.bias").shape, {first.shape[0]},
+                      "[hidden_dim]");
   const ArtefactTensor& second = take("2.weight");
   if (second.shape.size() != 2 || second.shape[0] < 1 || second.shape[1] != first.shape[0])
-    fail(source, "tensor '" + layer_tensor(layer, "2.weight") + "' has shape " +
-                     shape_text(second.shape) + ", expected [KV heads, " +
-                     std::to_string(first.shape[0]) + "]");
+    fail_artefact(source, "tensor '" + layer_tensor(layer, "2.weight") + "' has shape " +
+                              shape_text(second.shape) + ", expected [KV heads, " +
+                              std::to_string(first.shape[0]) + "]");
   out.output_dim = static_cast<int>(second.shape[0]);
-  require_shape(source, layer_tensor(layer, "2.bias"), take("2.bias").shape, {second.shape[0]},
-                "[KV heads]");
+  require_kvzap_shape(source, layer_tensor(layer, "2.bias"), take("2.bias").shape,
+                      {second.shape[0]}, "[KV heads]");
   out.w1 = std::move(first.values);
   out.b1 = std::move(take("0.bias").values);
   out.w2 = std::move(take("2.weight").values);
@@ -113,18 +110,21 @@ std::vector<KvzapLayer> model_from(const std::string& source, const std::vector<
     mlp = mlp || mlp_tensors().contains(rest);
   }
   if (layers.empty() || (!linear && !mlp))
-    fail(source,
-         "holds no KVzap surrogate tensors (expected \"layers.0.weight\" and "
-         "\"layers.0.bias\" for the linear model, or \"layers.0.0.weight\", \"layers.0.0.bias\", "
-         "\"layers.0.2.weight\", \"layers.0.2.bias\" for the mlp model)");
+    fail_artefact(
+        source,
+        "holds no KVzap surrogate tensors (expected \"layers.0.weight\" and "
+        "\"layers.0.bias\" for the linear model, or \"layers.0.0.weight\", \"layers.0.0.bias\", "
+        "\"layers.0.2.weight\", \"layers.0.2.bias\" for the mlp model)");
   if (linear && mlp)
-    fail(source,
-         "holds both linear (layers.i.weight) and mlp (layers.i.0.weight) tensors; a KVzap model "
-         "is one or the other");
+    fail_artefact(
+        source,
+        "holds both linear (layers.i.weight) and mlp (layers.i.0.weight) tensors; a KVzap model "
+        "is one or the other");
   const KvzapModelType type = linear ? KvzapModelType::linear : KvzapModelType::mlp;
   const int n_layers = *layers.rbegin() + 1;
   if (static_cast<int>(layers.size()) != n_layers)
-    fail(source, "the surrogate layers are not numbered 0.." + std::to_string(n_layers - 1));
+    fail_artefact(source,
+                  "the surrogate layers are not numbered 0.." + std::to_string(n_layers - 1));
   std::vector<std::string> wanted;
   for (int layer = 0; layer < n_layers; ++layer)
     for (const std::string& rest : linear ? linear_tensors() : mlp_tensors())
@@ -132,13 +132,14 @@ std::vector<KvzapLayer> model_from(const std::string& source, const std::vector<
   std::map<std::string, ArtefactTensor> tensors = read_tensors(wanted);
   std::vector<KvzapLayer> model;
   for (int layer = 0; layer < n_layers; ++layer) {
-    model.push_back(layer_of(source, type, layer, tensors));
+    model.push_back(read_kvzap_layer(source, type, layer, tensors));
     const KvzapLayer& l = model.back();
     const KvzapLayer& first = model.front();
     if (l.input_dim != first.input_dim || l.hidden_dim != first.hidden_dim ||
         l.output_dim != first.output_dim)
-      fail(source, "the surrogate of layer " + std::to_string(layer) +
-                       " has another shape than layer 0's (kvpress builds every layer alike)");
+      fail_artefact(source,
+                    "the surrogate of layer " + std::to_string(layer) +
+                        " has another shape than layer 0's (kvpress builds every layer alike)");
   }
   return model;
 }

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 #include "methods/reconstruction_attention.h"
@@ -18,8 +19,6 @@ namespace {
 
 // kvpress's prev_postfix_size: tokens of the previous chunk repeated in a later chunk's request.
 constexpr std::size_t kPreviousChunkTail = 8;
-
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
 
 }  // namespace
 

@@ -9,13 +9,12 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 // π_X(t) for the lag tokens t of one partition of X ([L, d] row-major), whose tokens start at
 // `begin` and whose reference partition starts at begin + lag.
@@ -88,24 +87,24 @@ void LagKvScorer::score(const LayerCapture& layer, const SelectionContext&,
                         std::span<float> scores) const {
   check_capture_basics(layer, name());
   const bool bf16 = layer.model_is_bf16;
-  const std::size_t L = sz(layer.length);
-  const std::size_t d = sz(layer.head_dim);
-  const std::size_t n_sink = sz(params_.n_sink);
-  const std::size_t lag = sz(params_.lag_size);
+  const std::size_t L = to_size(layer.length);
+  const std::size_t d = to_size(layer.head_dim);
+  const std::size_t n_sink = to_size(params_.n_sink);
+  const std::size_t lag = to_size(params_.lag_size);
   std::fill(scores.begin(), scores.end(), 1.0f);
 
   if (L < n_sink + 2 * lag) {
     // No partition has a reference: sinks 1, then the ramp i / (L − n_sink) (fp32 division, cast).
     if (L <= n_sink) return;
     const auto span_len = static_cast<float>(L - n_sink);
-    for (std::size_t h = 0; h < sz(layer.num_kv_heads); ++h)
+    for (std::size_t h = 0; h < to_size(layer.num_kv_heads); ++h)
       for (std::size_t i = 0; i < L - n_sink; ++i)
         scores[h * L + n_sink + i] = maybe_bf16(static_cast<float>(i) / span_len, bf16);
     return;
   }
 
   const std::size_t partitions = (L - n_sink) / lag;  // ≥ 2
-  for (std::size_t h = 0; h < sz(layer.num_kv_heads); ++h) {
+  for (std::size_t h = 0; h < to_size(layer.num_kv_heads); ++h) {
     const float* keys = layer.keys[h].data();
     const float* values = layer.values[h].data();
     for (std::size_t p = 0; p + 1 < partitions; ++p) {

@@ -10,14 +10,13 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "base/size_cast.h"
 #include "methods/capture_checks.h"
 #include "methods/defensive_scoring.h"
 #include "methods/top_k.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
 
 // Every layer's flattened scores concatenated, layer-major.
 std::vector<float> all_layer_scores(std::span<const LayerCapture> layers, int window,
@@ -55,7 +54,7 @@ GlobalChoice choose_globally(std::span<const LayerCapture> layers, int window, d
                                            num_kv_heads * static_cast<double>(layers.size())));
   choice.counts.assign(layers.size(), 0);
   for (const std::int64_t flat : top_k_ranked(choice.scores, n_total))
-    ++choice.counts[sz(flat / per_layer)];
+    ++choice.counts[to_size(flat / per_layer)];
   return choice;
 }
 
@@ -107,8 +106,8 @@ Selection LayerDefensiveKvMethod::select(std::span<const LayerCapture> layers, c
   const std::int64_t per_layer = static_cast<std::int64_t>(num_kv_heads) * length;
   // Intra-layer allocation: each layer keeps its top B_ℓ (layer_compress).
   for (std::size_t l = 0; l < layers.size(); ++l) {
-    const std::span<const float> layer_scores(choice.scores.data() + l * sz(per_layer),
-                                              sz(per_layer));
+    const std::span<const float> layer_scores(choice.scores.data() + l * to_size(per_layer),
+                                              to_size(per_layer));
     selection.kept.push_back(
         split_flat_top_k(layer_scores, num_kv_heads, length, choice.counts[l]));
   }

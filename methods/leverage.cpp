@@ -10,13 +10,12 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/non_causal_attention.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 constexpr double kFirstJitter = 1e-2;  // kvpress chol_with_jitter(jitter=1e-2, max_tries=5)
 constexpr int kJitterTries = 5;
@@ -43,14 +42,14 @@ bool cholesky(std::vector<double>& a, std::size_t k) {
 
 std::vector<float> draw_sketch(const LayerCapture& layer, int sketch_dimension,
                                const SelectionContext& context) {
-  const std::size_t d = sz(layer.head_dim);
-  const std::size_t k = sz(sketch_dimension);
+  const std::size_t d = to_size(layer.head_dim);
+  const std::size_t k = to_size(sketch_dimension);
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(sketch_dimension)));
   r123::Philox4x32 philox;
   const r123::Philox4x32::key_type key = {{static_cast<std::uint32_t>(context.seed & 0xffffffffu),
                                            static_cast<std::uint32_t>(context.seed >> 32)}};
-  std::vector<float> sketch(sz(layer.num_kv_heads) * d * k);
-  for (std::size_t h = 0; h < sz(layer.num_kv_heads); ++h) {
+  std::vector<float> sketch(to_size(layer.num_kv_heads) * d * k);
+  for (std::size_t h = 0; h < to_size(layer.num_kv_heads); ++h) {
     for (std::size_t e = 0; e < d * k; ++e) {
       const r123::Philox4x32::ctr_type counter = {
           {static_cast<std::uint32_t>(e),
@@ -70,20 +69,20 @@ std::vector<float> draw_sketch(const LayerCapture& layer, int sketch_dimension,
 
 std::vector<float> leverage_scores(const LayerCapture& layer, int first, int count,
                                    std::span<const float> sketch, int sketch_dimension) {
-  const std::size_t n = sz(count);
-  const std::size_t L = sz(layer.length);
-  const std::size_t d = sz(layer.head_dim);
-  const std::size_t k = sz(sketch_dimension);
+  const std::size_t n = to_size(count);
+  const std::size_t L = to_size(layer.length);
+  const std::size_t d = to_size(layer.head_dim);
+  const std::size_t k = to_size(sketch_dimension);
   const bool bf16 = layer.model_is_bf16;
-  if (sketch.size() != sz(layer.num_kv_heads) * d * k)
+  if (sketch.size() != to_size(layer.num_kv_heads) * d * k)
     throw std::invalid_argument("leverage: layer " + std::to_string(layer.layer) + ": sketch has " +
                                 std::to_string(sketch.size()) +
                                 " entries, expected [Hkv=" + std::to_string(layer.num_kv_heads) +
                                 ", d=" + std::to_string(d) + ", k=" + std::to_string(k) + "]");
-  std::vector<float> scores(sz(layer.num_kv_heads) * n, 0.0f);
+  std::vector<float> scores(to_size(layer.num_kv_heads) * n, 0.0f);
   if (n == 0) return scores;
-  for (std::size_t h = 0; h < sz(layer.num_kv_heads); ++h) {
-    const float* keys = layer.keys_prerope.data() + (h * L + sz(first)) * d;
+  for (std::size_t h = 0; h < to_size(layer.num_kv_heads); ++h) {
+    const float* keys = layer.keys_prerope.data() + (h * L + to_size(first)) * d;
     const float* phi = sketch.data() + h * d * k;
     // Sequence centring (the mean in the model dtype), then X = centred · Φ.
     std::vector<float> mean(d);

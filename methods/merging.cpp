@@ -31,7 +31,7 @@ std::vector<float> unit_row(const float* row, std::size_t d) {
   return out;
 }
 
-float dot(const std::vector<float>& a, const std::vector<float>& b) {
+float unit_dot(const std::vector<float>& a, const std::vector<float>& b) {
   double sum = 0;
   for (std::size_t m = 0; m < a.size(); ++m) sum += static_cast<double>(a[m]) * b[m];
   return static_cast<float>(sum);
@@ -90,7 +90,7 @@ std::vector<ValueReplacement> merge_evicted_values(std::span<const float> keys,
     float best = -std::numeric_limits<float>::infinity();
     std::size_t best_t = 0;
     for (std::size_t t = 0; t < n_kept; ++t) {
-      const float s = dot(unit, kept_unit[t]);
+      const float s = unit_dot(unit, kept_unit[t]);
       if (s > best) {
         best = s;
         best_t = t;

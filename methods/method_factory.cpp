@@ -61,7 +61,7 @@
 namespace kvaudit::methods {
 namespace {
 
-[[noreturn]] void fail(const ResolvedMethod& m, const std::string& what) {
+[[noreturn]] void fail_method(const ResolvedMethod& m, const std::string& what) {
   throw std::invalid_argument(m.label() + ": " + what);
 }
 
@@ -70,7 +70,7 @@ inline constexpr bool kAlwaysFalse = false;
 
 // The wrapped scorer of a wrapper (resolve_method has resolved and checked it).
 std::shared_ptr<const Scorer> wrapped_scorer(const ResolvedMethod& m) {
-  if (!m.scorer) fail(m, "has no resolved scorer");
+  if (!m.scorer) fail_method(m, "has no resolved scorer");
   return make_scorer(*m.scorer);
 }
 
@@ -78,7 +78,7 @@ std::shared_ptr<const Scorer> wrapped_scorer(const ResolvedMethod& m) {
 
 std::shared_ptr<const Scorer> make_scorer(const ResolvedMethod& m) {
   if (m.spec == nullptr || !m.spec->is_scorer) {
-    fail(m, "'" + (m.spec != nullptr ? m.spec->id : std::string("?")) + "' is not a scorer");
+    fail_method(m, "'" + (m.spec != nullptr ? m.spec->id : std::string("?")) + "' is not a scorer");
   }
   return std::visit(
       [&](const auto& p) -> std::shared_ptr<const Scorer> {
@@ -104,9 +104,10 @@ std::shared_ptr<const Scorer> make_scorer(const ResolvedMethod& m) {
           return std::make_shared<ExpectedAttentionScorer>(p);
         } else if constexpr (std::is_same_v<P, KeyDiffParams>) {
           if (p.variant == KeyDiffVariant::block) {
-            fail(m,
-                 "keydiff variant 'block' is a block-iterative selection, not a scorer; wrap "
-                 "keydiff variant 'oneshot'");
+            fail_method(
+                m,
+                "keydiff variant 'block' is a block-iterative selection, not a scorer; wrap "
+                "keydiff variant 'oneshot'");
           }
           return std::make_shared<KeyDiffScorer>();
         } else if constexpr (std::is_same_v<P, LagKvParams>) {
@@ -128,9 +129,10 @@ std::shared_ptr<const Scorer> make_scorer(const ResolvedMethod& m) {
         } else if constexpr (std::is_same_v<P, KvzapParams>) {
           return std::make_shared<KvzapScorer>(p);
         } else {
-          fail(m,
-               "has no scorer that wrappers can reuse (its selection is not a per-head top-k "
-               "of one score tensor)");
+          fail_method(
+              m,
+              "has no scorer that wrappers can reuse (its selection is not a per-head top-k "
+              "of one score tensor)");
         }
       },
       m.params);
@@ -141,7 +143,7 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
       [&](const auto& p) -> std::unique_ptr<Method> {
         using P = std::decay_t<decltype(p)>;
         if constexpr (std::is_same_v<P, std::monostate>) {
-          fail(m, "has no catalogue parameters");
+          fail_method(m, "has no catalogue parameters");
         } else if constexpr (std::is_same_v<P, FullParams>) {
           return std::make_unique<FullMethod>();
         } else if constexpr (std::is_same_v<P, PyramidKvParams>) {
@@ -192,13 +194,13 @@ std::unique_ptr<Method> make_method(const ResolvedMethod& m) {
           std::shared_ptr<const ThinkMethod> key_channels;  // think: the last press (think.h)
           for (std::size_t i = 0; i < m.stages.size(); ++i) {
             if (const auto* think = std::get_if<ThinkParams>(&m.stages[i]->params)) {
-              if (i + 1 != m.stages.size()) fail(m, "think must be the last of its presses");
+              if (i + 1 != m.stages.size()) fail_method(m, "think must be the last of its presses");
               key_channels = std::make_shared<const ThinkMethod>(*think);
             } else {
               presses.push_back(make_scorer(*m.stages[i]));
             }
           }
-          if (m.stages.size() != p.presses.size()) fail(m, "has unresolved presses");
+          if (m.stages.size() != p.presses.size()) fail_method(m, "has unresolved presses");
           return std::make_unique<ComposedMethod>(std::move(presses), p.compression_ratios,
                                                   std::move(key_channels));
         } else if constexpr (std::is_same_v<P, KeyRerotationParams>) {

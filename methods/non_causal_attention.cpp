@@ -6,13 +6,12 @@
 #include <cstddef>
 #include <stdexcept>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 constexpr std::size_t kBlock = 16;  // keys whose q·k are accumulated together
 
@@ -23,10 +22,10 @@ float padded_key_logit(bool bf16) { return maybe_bf16(-1e-9f, bf16); }
 
 void check_all_queries(const LayerCapture& layer, const std::string& method) {
   check_capture_basics(layer, method);
-  const std::size_t rows = sz(layer.length) * sz(layer.head_dim);
-  if (layer.queries.size() != sz(layer.num_heads) * rows ||
-      layer.queries_prerope.size() != sz(layer.num_heads) * rows ||
-      layer.keys_prerope.size() != sz(layer.num_kv_heads) * rows) {
+  const std::size_t rows = to_size(layer.length) * to_size(layer.head_dim);
+  if (layer.queries.size() != to_size(layer.num_heads) * rows ||
+      layer.queries_prerope.size() != to_size(layer.num_heads) * rows ||
+      layer.keys_prerope.size() != to_size(layer.num_kv_heads) * rows) {
     throw std::invalid_argument(
         method + ": layer " + std::to_string(layer.layer) +
         " capture: queries / queries_prerope [H, L, d] and keys_prerope [Hkv, L, d] are missing "
@@ -37,23 +36,23 @@ void check_all_queries(const LayerCapture& layer, const std::string& method) {
 
 std::vector<float> non_causal_attention_scores(const LayerCapture& layer, int first, int count,
                                                int chunk_size) {
-  const std::size_t n = sz(count);
-  const std::size_t C = sz(chunk_size);
-  const std::size_t L = sz(layer.length);
-  const std::size_t d = sz(layer.head_dim);
-  const std::size_t g = sz(layer.group_size());
-  const std::size_t kv_heads = sz(layer.num_kv_heads);
+  const std::size_t n = to_size(count);
+  const std::size_t C = to_size(chunk_size);
+  const std::size_t L = to_size(layer.length);
+  const std::size_t d = to_size(layer.head_dim);
+  const std::size_t g = to_size(layer.group_size());
+  const std::size_t kv_heads = to_size(layer.num_kv_heads);
   const bool bf16 = layer.model_is_bf16;
   const std::size_t chunks = (n + C - 1) / C;
   const float pad_logit = padded_key_logit(bf16);
 
   // attention[h][j]: Σ over the rows of j's chunk of softmax(q·k) (fp32 in kvpress).
-  std::vector<float> attention(sz(layer.num_heads) * n, 0.0f);
+  std::vector<float> attention(to_size(layer.num_heads) * n, 0.0f);
   std::vector<float> keys_t(d * C);  // the chunk's keys transposed, [d, C]
   std::vector<float> logits(C);
   std::vector<float> exps(C);
   std::vector<double> column(C);
-  for (std::size_t h = 0; h < sz(layer.num_heads); ++h) {
+  for (std::size_t h = 0; h < to_size(layer.num_heads); ++h) {
     const float* queries = layer.queries.data() + h * L * d;
     const float* keys = layer.keys[h / g].data();
     for (std::size_t c = 0; c < chunks; ++c) {
@@ -61,13 +60,13 @@ std::vector<float> non_causal_attention_scores(const LayerCapture& layer, int fi
       const std::size_t valid = std::min(C, n - begin);
       for (std::size_t t = 0; t < valid; ++t)
         for (std::size_t e = 0; e < d; ++e)
-          keys_t[e * C + t] = keys[(sz(first) + begin + t) * d + e];
+          keys_t[e * C + t] = keys[(to_size(first) + begin + t) * d + e];
       std::fill(column.begin(), column.end(), 0.0);
       for (std::size_t r = 0; r < C; ++r) {
         std::fill(logits.begin(), logits.end(), 0.0f);
         if (r < valid) {
           // q·k in fp32, each dot accumulated over e in order (as the matmul), vectorised over t.
-          const float* q = queries + (sz(first) + begin + r) * d;
+          const float* q = queries + (to_size(first) + begin + r) * d;
           std::size_t t0 = 0;
           for (; t0 + kBlock <= valid; t0 += kBlock) {  // fixed-width blocks: vectorised
             float block[kBlock] = {};
@@ -108,7 +107,7 @@ std::vector<float> non_causal_attention_scores(const LayerCapture& layer, int fi
       double mean = 0.0;
       for (std::size_t m = 0; m < g; ++m) mean += attention[(kv * g + m) * n + j];
       const float group_mean = static_cast<float>(mean / static_cast<double>(g));
-      const float* v = values + (sz(first) + j) * d;
+      const float* v = values + (to_size(first) + j) * d;
       double sq = 0.0;
       for (std::size_t e = 0; e < d; ++e) sq += static_cast<double>(v[e]) * v[e];
       const float norm = maybe_bf16(static_cast<float>(std::sqrt(sq)), bf16);

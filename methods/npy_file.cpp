@@ -16,10 +16,6 @@
 namespace kvaudit::methods {
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw std::invalid_argument(source + ": " + what);
-}
-
 constexpr unsigned char kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 // Far beyond any real header (numpy itself refuses headers over 10 000 bytes by default).
 constexpr std::uint64_t kMaxHeaderBytes = 1u << 20;
@@ -99,7 +95,8 @@ class HeaderParser {
     return dims;
   }
   [[noreturn]] void bad(const std::string& what) const {
-    fail(source_, "npy header: " + what + " at offset " + std::to_string(pos_) + " of the header");
+    fail_artefact(source_,
+                  "npy header: " + what + " at offset " + std::to_string(pos_) + " of the header");
   }
 
  private:
@@ -140,14 +137,15 @@ Header parse_header(std::string_view text, const std::string& source) {
   }
   p.skip_spaces();
   if (!p.at_end()) p.bad("text after the header dict");
-  if (!descr) fail(source, "npy header: missing key 'descr'");
-  if (!fortran_order) fail(source, "npy header: missing key 'fortran_order'");
-  if (!shape) fail(source, "npy header: missing key 'shape'");
+  if (!descr) fail_artefact(source, "npy header: missing key 'descr'");
+  if (!fortran_order) fail_artefact(source, "npy header: missing key 'fortran_order'");
+  if (!shape) fail_artefact(source, "npy header: missing key 'shape'");
   if (*descr != "<f4" && *descr != "<f8")
-    fail(source, "npy dtype '" + *descr +
-                     "' is not supported (want '<f4' or '<f8': little-endian float32 / float64; "
-                     "object arrays are never read)");
-  if (*fortran_order) fail(source, "npy array is in Fortran order (want C order)");
+    fail_artefact(source,
+                  "npy dtype '" + *descr +
+                      "' is not supported (want '<f4' or '<f8': little-endian float32 / float64; "
+                      "object arrays are never read)");
+  if (*fortran_order) fail_artefact(source, "npy array is in Fortran order (want C order)");
   return {*descr, *shape};
 }
 
@@ -161,27 +159,30 @@ std::uint32_t little_endian(const unsigned char* p, int bytes) {
 
 NpyArray parse_npy(const std::vector<unsigned char>& bytes, const std::string& source) {
   if (bytes.size() < 10)
-    fail(source, "too short for an npy file (" + std::to_string(bytes.size()) + " bytes)");
+    fail_artefact(source, "too short for an npy file (" + std::to_string(bytes.size()) + " bytes)");
   if (std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
-    fail(source, "not an npy file (the magic \\x93NUMPY is missing)");
+    fail_artefact(source, "not an npy file (the magic \\x93NUMPY is missing)");
   const int major = bytes[6];
   const int minor = bytes[7];
   if (major < 1 || major > 3 || minor != 0)
-    fail(source, "npy format version " + std::to_string(major) + "." + std::to_string(minor) +
-                     " is not supported (want 1.0, 2.0 or 3.0)");
+    fail_artefact(source, "npy format version " + std::to_string(major) + "." +
+                              std::to_string(minor) + " is not supported (want 1.0, 2.0 or 3.0)");
   const int length_bytes = major == 1 ? 2 : 4;
   const std::size_t prefix = 8 + static_cast<std::size_t>(length_bytes);
-  if (bytes.size() < prefix) fail(source, "truncated npy header length");
+  if (bytes.size() < prefix) fail_artefact(source, "truncated npy header length");
   const std::uint64_t header_bytes = little_endian(bytes.data() + 8, length_bytes);
   if (header_bytes > kMaxHeaderBytes)
-    fail(source, "npy header length " + std::to_string(header_bytes) + " exceeds 1 MiB");
+    fail_artefact(source, "npy header length " + std::to_string(header_bytes) + " exceeds 1 MiB");
   if (header_bytes > bytes.size() - prefix)
-    fail(source, "npy header length " + std::to_string(header_bytes) +
-                     " runs past the end of the " + std::to_string(bytes.size()) + "-byte file");
+    fail_artefact(source, "npy header length " + std::to_string(header_bytes) +
+                              " runs past the end of the " + std::to_string(bytes.size()) +
+                              "-byte file");
   const std::string_view text(reinterpret_cast<const char*>(bytes.data() + prefix),
                               static_cast<std::size_t>(header_bytes));
-  if (text.empty() || text.back() != '\n') fail(source, "npy header does not end in a newline");
-  if (text.find('\0') != std::string_view::npos) fail(source, "npy header contains a NUL byte");
+  if (text.empty() || text.back() != '\n')
+    fail_artefact(source, "npy header does not end in a newline");
+  if (text.find('\0') != std::string_view::npos)
+    fail_artefact(source, "npy header contains a NUL byte");
   Header header = parse_header(text, source);
 
   const std::size_t element_bytes = header.descr == "<f4" ? 4 : 8;
@@ -189,15 +190,16 @@ NpyArray parse_npy(const std::vector<unsigned char>& bytes, const std::string& s
   for (const std::int64_t d : header.shape) {
     const auto dim = static_cast<std::uint64_t>(d);
     if (dim != 0 && count > std::numeric_limits<std::uint64_t>::max() / element_bytes / dim)
-      fail(source, "npy shape " + shape_text(header.shape) + " overflows the element count");
+      fail_artefact(source,
+                    "npy shape " + shape_text(header.shape) + " overflows the element count");
     count *= dim;
   }
   const std::size_t data_start = prefix + static_cast<std::size_t>(header_bytes);
   const std::uint64_t data_bytes = bytes.size() - data_start;
   if (count * element_bytes != data_bytes)
-    fail(source, "npy shape " + shape_text(header.shape) + " of " + header.descr + " needs " +
-                     std::to_string(count * element_bytes) + " data bytes, the file has " +
-                     std::to_string(data_bytes));
+    fail_artefact(source, "npy shape " + shape_text(header.shape) + " of " + header.descr +
+                              " needs " + std::to_string(count * element_bytes) +
+                              " data bytes, the file has " + std::to_string(data_bytes));
 
   NpyArray array{.shape = std::move(header.shape), .descr = header.descr, .values = {}};
   array.values.resize(static_cast<std::size_t>(count));
@@ -218,10 +220,10 @@ NpyArray parse_npy(const std::vector<unsigned char>& bytes, const std::string& s
 
 NpyArray read_npy_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open the file");
+  if (!in) fail_artefact(path, "cannot open the file");
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                    std::istreambuf_iterator<char>());
-  if (in.bad()) fail(path, "read error");
+  if (in.bad()) fail_artefact(path, "read error");
   return parse_npy(bytes, path);
 }
 
@@ -229,11 +231,11 @@ NpyArray read_lukv_curve(const std::string& path) {
   NpyArray curve = read_npy_file(path);
   if (curve.shape.size() != 3 || curve.shape[0] != kLukvTargets || curve.shape[1] < 1 ||
       curve.shape[2] < 1)
-    fail(path, "LU-KV budget curve has shape " + shape_text(curve.shape) +
-                   " (want [99, layers, KV heads], layers and KV heads >= 1)");
+    fail_artefact(path, "LU-KV budget curve has shape " + shape_text(curve.shape) +
+                            " (want [99, layers, KV heads], layers and KV heads >= 1)");
   for (std::size_t i = 0; i < curve.values.size(); ++i)
     if (!std::isfinite(curve.values[i]))
-      fail(path, "LU-KV budget curve value " + std::to_string(i) + " is not finite");
+      fail_artefact(path, "LU-KV budget curve value " + std::to_string(i) + " is not finite");
   return curve;
 }
 

@@ -8,13 +8,12 @@
 #include <span>
 #include <stdexcept>
 
+#include "base/size_cast.h"
 #include "base/vector_clones.h"
 #include "methods/bf16_rounding.h"
 
 namespace kvaudit::methods {
 namespace {
-
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
 
 // out[c] = q·keys[c] for `count` key rows of d floats (row c at keys + c·stride): each product
 // exact in double and summed in double (in vector lanes: the order differs from a plain loop, but

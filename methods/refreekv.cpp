@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <stdexcept>
 
+#include "base/size_cast.h"
 #include "methods/capture_checks.h"
 #include "methods/top_k.h"
 #include "methods/window_attention.h"
@@ -18,11 +19,9 @@
 namespace kvaudit::methods {
 namespace {
 
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
-
 const std::string kName = "refreekv";
 
-void check_threshold(double threshold) {
+void check_refreekv_threshold(double threshold) {
   if (!std::isfinite(threshold) || threshold < 0.0)
     throw std::invalid_argument(
         "refreekv: budget threshold T = " + std::to_string(threshold) +
@@ -32,13 +31,13 @@ void check_threshold(double threshold) {
 }  // namespace
 
 ReFreeKvLayerCut refreekv_layer_cut(const LayerCapture& layer, int window, double threshold) {
-  check_threshold(threshold);
+  check_refreekv_threshold(threshold);
   check_window(layer, window, kName);
-  const std::size_t H = sz(layer.num_heads);
-  const std::size_t Hkv = sz(layer.num_kv_heads);
-  const std::size_t G = sz(layer.group_size());
-  const std::size_t L = sz(layer.length);
-  const std::size_t w = sz(window);
+  const std::size_t H = to_size(layer.num_heads);
+  const std::size_t Hkv = to_size(layer.num_kv_heads);
+  const std::size_t G = to_size(layer.group_size());
+  const std::size_t L = to_size(layer.length);
+  const std::size_t w = to_size(window);
   const std::size_t P = L - w;
   const std::vector<float> attn = window_attention(layer, window);  // [H, w, L]
 
@@ -102,7 +101,7 @@ ReFreeKvMethod::ReFreeKvMethod(int window) : window_(window) {
 ReFreeKvOutcome ReFreeKvMethod::select_with_retention(std::span<const LayerCapture> layers,
                                                       double threshold) const {
   const int length = check_layers(layers, name());
-  check_threshold(threshold);
+  check_refreekv_threshold(threshold);
   ReFreeKvOutcome outcome;
   double retention_sum = 0.0;
   for (const auto& layer : layers) {

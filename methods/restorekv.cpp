@@ -8,7 +8,7 @@
 namespace kvaudit::methods {
 namespace {
 
-KvzipParams reconstruction_params(const RestoreKvParams& p) {
+KvzipParams restorekv_reconstruction_params(const RestoreKvParams& p) {
   return KvzipParams{.variant = p.variant,
                      .layerwise = p.layerwise,
                      .n_sink = p.n_sink,
@@ -24,7 +24,7 @@ RestoreKvMethod::RestoreKvMethod(RestoreKvParams params)
 RestoreKvMethod::RestoreKvMethod(RestoreKvParams params,
                                  std::shared_ptr<const RestoreArtefacts> artefacts)
     : params_(std::move(params)),
-      reconstruction_(reconstruction_params(params_)),
+      reconstruction_(restorekv_reconstruction_params(params_)),
       artefacts_(std::move(artefacts)) {
   if (!artefacts_ || artefacts_->tokens < 1)
     throw std::invalid_argument(name() + ": no restore tokens");

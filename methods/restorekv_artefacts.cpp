@@ -21,14 +21,10 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw std::invalid_argument(source + ": " + what);
-}
-
 // "<source>: <field>: what" for a field of adapter_config.json.
 [[noreturn]] void refuse_field(const std::string& where, const std::string& field,
                                const std::string& what) {
-  fail(where, field + ": " + what);
+  fail_artefact(where, field + ": " + what);
 }
 
 constexpr std::array<LoraTarget, 7> kTargets = {
@@ -70,7 +66,7 @@ struct KeyParts {
 };
 
 // The parts of an adapter key (canonical decimal layer index); nullopt for any other name.
-std::optional<KeyParts> parse_key(const std::string& name) {
+std::optional<KeyParts> parse_adapter_key(const std::string& name) {
   const std::string prefix = kKeyPrefix;
   if (!name.starts_with(prefix)) return std::nullopt;
   const std::size_t start = prefix.size();
@@ -127,9 +123,10 @@ json parse_strict_json(std::string_view text, const std::string& where) {
     root = json::parse(text.begin(), text.end(), watch, /*allow_exceptions=*/true,
                        /*ignore_comments=*/false);
   } catch (const json::exception& e) {
-    fail(where, std::string("not valid JSON: ") + e.what());
+    fail_artefact(where, std::string("not valid JSON: ") + e.what());
   }
-  if (!duplicate.empty()) fail(where, duplicate + ": appears twice (JSON keys must be unique)");
+  if (!duplicate.empty())
+    fail_artefact(where, duplicate + ": appears twice (JSON keys must be unique)");
   return root;
 }
 
@@ -148,7 +145,7 @@ struct AdapterConfig {
 AdapterConfig config_of(std::string_view text, const std::string& source) {
   const std::string where = source + ": " + kConfigFile;
   const json root = parse_strict_json(text, where);
-  if (!root.is_object()) fail(where, "not a JSON object");
+  if (!root.is_object()) fail_artefact(where, "not a JSON object");
   const auto field = [&](const char* name) -> const json* {
     const auto it = root.find(name);
     return it == root.end() ? nullptr : &*it;
@@ -253,10 +250,10 @@ int width_of(const std::string& source, const std::string& name, const ArtefactT
   const std::size_t width_axis = b ? 0 : 1;
   if (t.shape.size() != 2 || t.shape[rank_axis] != rank || t.shape[width_axis] < 1 ||
       t.shape[width_axis] > std::numeric_limits<int>::max())
-    fail(source, "tensor '" + name + "' has shape " + shape_text(t.shape) + ", expected " +
-                     (b ? "[out_features, " + std::to_string(rank) + "] (lora_B, r = "
-                        : "[" + std::to_string(rank) + ", in_features] (lora_A, r = ") +
-                     std::to_string(rank) + " from adapter_config.json)");
+    fail_artefact(source, "tensor '" + name + "' has shape " + shape_text(t.shape) + ", expected " +
+                              (b ? "[out_features, " + std::to_string(rank) + "] (lora_B, r = "
+                                 : "[" + std::to_string(rank) + ", in_features] (lora_A, r = ") +
+                              std::to_string(rank) + " from adapter_config.json)");
   return static_cast<int>(t.shape[width_axis]);
 }
 
@@ -295,8 +292,8 @@ void check_widths_agree(const std::string& source, const std::map<LoraTarget, Lo
       if (!first) {
         first = std::pair{s, width};
       } else if (width != first->second) {
-        fail(source, text(first->first, first->second) + " and " + text(s, width) +
-                         " differ; both are the model's " + quantity);
+        fail_artefact(source, text(first->first, first->second) + " and " + text(s, width) +
+                                  " differ; both are the model's " + quantity);
       }
     }
   }
@@ -330,38 +327,39 @@ LoraAdapter parse_lora_adapter(std::string_view config_json,
   const AdapterConfig config = config_of(config_json, source);
   const std::string where = source + ": " + kWeightsFile;
   const std::vector<std::string> names = parse_safetensors_names(safetensors_bytes, where);
-  if (names.empty()) fail(where, "holds no LoRA weights");
+  if (names.empty()) fail_artefact(where, "holds no LoRA weights");
 
   // Which (layer, module) has its A and its B.
   std::map<std::pair<int, LoraTarget>, std::array<bool, 2>> present;
   std::set<int> layers;
   for (const std::string& name : names) {
-    const std::optional<KeyParts> key = parse_key(name);
+    const std::optional<KeyParts> key = parse_adapter_key(name);
     if (!key)
-      fail(where, "tensor '" + name + "': not a LoRA weight kvaudit reads (only " + kKeyPrefix +
-                      "<i>.self_attn.<q|k|v|o>_proj.lora_<A|B>.weight and " + kKeyPrefix +
-                      "<i>.mlp.<gate|up|down>_proj.lora_<A|B>.weight)");
+      fail_artefact(where, "tensor '" + name + "': not a LoRA weight kvaudit reads (only " +
+                               kKeyPrefix + "<i>.self_attn.<q|k|v|o>_proj.lora_<A|B>.weight and " +
+                               kKeyPrefix + "<i>.mlp.<gate|up|down>_proj.lora_<A|B>.weight)");
     if (!config.targets.contains(key->target))
-      fail(where, "tensor '" + name + "': " + std::string(lora_target_name(key->target)) +
-                      " is not in adapter_config.json's target_modules");
+      fail_artefact(where, "tensor '" + name + "': " + std::string(lora_target_name(key->target)) +
+                               " is not in adapter_config.json's target_modules");
     present[{key->layer, key->target}][key->b ? 1 : 0] = true;
     layers.insert(key->layer);
   }
   for (const auto& [at, sides] : present)
     for (const bool b : {false, true})
       if (!sides[b ? 1 : 0])
-        fail(where, "tensor '" + key_of(at.first, at.second, b) + "' is missing (every " +
-                        (b ? "lora_A needs its lora_B" : "lora_B needs its lora_A") + ")");
+        fail_artefact(where, "tensor '" + key_of(at.first, at.second, b) + "' is missing (every " +
+                                 (b ? "lora_A needs its lora_B" : "lora_B needs its lora_A") + ")");
   const int n_layers = *layers.rbegin() + 1;
   if (static_cast<int>(layers.size()) != n_layers)
-    fail(where, "the LoRA layers are not numbered 0.." + std::to_string(n_layers - 1));
+    fail_artefact(where, "the LoRA layers are not numbered 0.." + std::to_string(n_layers - 1));
   for (int layer = 0; layer < n_layers; ++layer)
     for (const LoraTarget t : config.targets)
       if (!present.contains({layer, t}))
-        fail(where, "layer " + std::to_string(layer) + " has no " +
-                        std::string(lora_target_name(t)) +
-                        " weights, though target_modules lists it (peft would keep its initial "
-                        "weights there)");
+        fail_artefact(where,
+                      "layer " + std::to_string(layer) + " has no " +
+                          std::string(lora_target_name(t)) +
+                          " weights, though target_modules lists it (peft would keep its initial "
+                          "weights there)");
 
   std::map<std::string, ArtefactTensor> tensors =
       parse_safetensors_tensors(std::move(safetensors_bytes), where, names);
@@ -381,11 +379,12 @@ LoraAdapter parse_lora_adapter(std::string_view config_json,
       if (layer > 0) {
         const LoraModule& first = adapter.layers.front().at(t);
         if (module.in_features != first.in_features || module.out_features != first.out_features)
-          fail(where, "tensor '" + a_name + "': " + std::string(lora_target_name(t)) + " maps " +
-                          std::to_string(module.in_features) + " -> " +
-                          std::to_string(module.out_features) + " in layer " +
-                          std::to_string(layer) + " but " + std::to_string(first.in_features) +
-                          " -> " + std::to_string(first.out_features) + " in layer 0");
+          fail_artefact(where, "tensor '" + a_name + "': " + std::string(lora_target_name(t)) +
+                                   " maps " + std::to_string(module.in_features) + " -> " +
+                                   std::to_string(module.out_features) + " in layer " +
+                                   std::to_string(layer) + " but " +
+                                   std::to_string(first.in_features) + " -> " +
+                                   std::to_string(first.out_features) + " in layer 0");
       }
       module.a = std::move(a.values);
       module.b = std::move(b.values);
@@ -402,9 +401,10 @@ std::vector<float> parse_restore_embeddings(std::vector<unsigned char> bytes,
   if (names.size() != 1 || names.front() != kEmbeddingsTensor) {
     std::string held;
     for (const std::string& n : names) held += (held.empty() ? "'" : ", '") + n + "'";
-    fail(source, "holds " + (held.empty() ? std::string("no tensors") : "the tensors " + held) +
-                     "; a RestoreKV embeddings file holds exactly one tensor, '" +
-                     kEmbeddingsTensor + "' [restore tokens, hidden size]");
+    fail_artefact(source, "holds " +
+                              (held.empty() ? std::string("no tensors") : "the tensors " + held) +
+                              "; a RestoreKV embeddings file holds exactly one tensor, '" +
+                              kEmbeddingsTensor + "' [restore tokens, hidden size]");
   }
   std::map<std::string, ArtefactTensor> tensors =
       parse_safetensors_tensors(std::move(bytes), source, {kEmbeddingsTensor});
@@ -412,8 +412,9 @@ std::vector<float> parse_restore_embeddings(std::vector<unsigned char> bytes,
   constexpr auto kIntMax = static_cast<std::int64_t>(std::numeric_limits<int>::max());
   if (t.shape.size() != 2 || t.shape[0] < 1 || t.shape[1] < 1 || t.shape[0] > kIntMax ||
       t.shape[1] > kIntMax)
-    fail(source, std::string("tensor '") + kEmbeddingsTensor + "' has shape " +
-                     shape_text(t.shape) + ", expected [restore tokens >= 1, hidden size >= 1]");
+    fail_artefact(source, std::string("tensor '") + kEmbeddingsTensor + "' has shape " +
+                              shape_text(t.shape) +
+                              ", expected [restore tokens >= 1, hidden size >= 1]");
   if (tokens != nullptr) *tokens = static_cast<int>(t.shape[0]);
   if (hidden != nullptr) *hidden = static_cast<int>(t.shape[1]);
   return std::move(t.values);
@@ -425,23 +426,25 @@ LoraAdapter read_adapter_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code error;
   if (!fs::is_directory(dir, error))
-    fail(dir, std::string("not a directory (the adapter parameter names the directory holding ") +
-                  kConfigFile + " and " + kWeightsFile + ")");
+    fail_artefact(
+        dir, std::string("not a directory (the adapter parameter names the directory holding ") +
+                 kConfigFile + " and " + kWeightsFile + ")");
   const fs::path root(dir);
   if (!fs::is_regular_file(root / kWeightsFile, error)) {
     if (fs::exists(root / "adapter_model.bin", error))
-      fail(dir, std::string(kWeightsFile) +
-                    ": missing; the directory holds only adapter_model.bin (a pickled adapter) and "
-                    "kvaudit reads safetensors (save the adapter with safe_serialization=True)");
-    fail(dir, std::string(kWeightsFile) + ": missing");
+      fail_artefact(
+          dir, std::string(kWeightsFile) +
+                   ": missing; the directory holds only adapter_model.bin (a pickled adapter) and "
+                   "kvaudit reads safetensors (save the adapter with safe_serialization=True)");
+    fail_artefact(dir, std::string(kWeightsFile) + ": missing");
   }
   if (!fs::is_regular_file(root / kConfigFile, error))
-    fail(dir, std::string(kConfigFile) + ": missing");
+    fail_artefact(dir, std::string(kConfigFile) + ": missing");
   const auto bytes_of = [&](const char* file) {
     try {
       return read_artefact_bytes((root / file).string());
     } catch (const std::invalid_argument&) {
-      fail(dir, std::string(file) + ": cannot be read");
+      fail_artefact(dir, std::string(file) + ": cannot be read");
     }
   };
   const std::vector<unsigned char> config = bytes_of(kConfigFile);

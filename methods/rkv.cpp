@@ -31,7 +31,7 @@ std::vector<float> softmax(std::span<const float> x) {
   return out;
 }
 
-double dot(std::span<const float> a, std::span<const float> b) {
+double dot_exact(std::span<const float> a, std::span<const float> b) {
   double s = 0.0;
   for (std::size_t c = 0; c < a.size(); ++c)
     s += static_cast<double>(a[c]) * static_cast<double>(b[c]);
@@ -80,7 +80,7 @@ void RkvScorer::score(const LayerCapture& layer, const SelectionContext&,
         const std::size_t h = g * group + hh;
         const std::span<const float> q = layer.window_queries.subspan((h * rows + row) * d, d);
         for (std::size_t j = 0; j < n; ++j) {
-          const float s = maybe_bf16(static_cast<float>(dot(q, key(j))), bf16);
+          const float s = maybe_bf16(static_cast<float>(dot_exact(q, key(j))), bf16);
           logits[j] = std::max(logits[j], maybe_bf16(s / sqrt_d, bf16));
         }
       }
@@ -99,7 +99,7 @@ void RkvScorer::score(const LayerCapture& layer, const SelectionContext&,
     // Redundancy over all L keys.
     std::vector<float> unit(L * d);
     for (std::size_t j = 0; j < L; ++j) {
-      const float norm = maybe_bf16(static_cast<float>(std::sqrt(dot(key(j), key(j)))), bf16);
+      const float norm = maybe_bf16(static_cast<float>(std::sqrt(dot_exact(key(j), key(j)))), bf16);
       const float denom = maybe_bf16(norm + 1e-8f, bf16);
       for (std::size_t c = 0; c < d; ++c) unit[j * d + c] = maybe_bf16(key(j)[c] / denom, bf16);
     }
@@ -111,7 +111,8 @@ void RkvScorer::score(const LayerCapture& layer, const SelectionContext&,
       std::size_t last_similar = 0;
       for (std::size_t j = 0; j < L; ++j) {
         similarity[j] =
-            i == j ? 0.0f : maybe_bf16(static_cast<float>(dot(unit_key(i), unit_key(j))), bf16);
+            i == j ? 0.0f
+                   : maybe_bf16(static_cast<float>(dot_exact(unit_key(i), unit_key(j))), bf16);
         if (similarity[j] > threshold) last_similar = j;
       }
       similarity[last_similar] = 0.0f;

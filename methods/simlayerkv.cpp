@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <stdexcept>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 #include "methods/window_attention.h"
@@ -14,9 +15,7 @@
 namespace kvaudit::methods {
 namespace {
 
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
-
-void check_threshold(double threshold) {
+void check_simlayerkv_threshold(double threshold) {
   if (!std::isfinite(threshold) || threshold <= 0.0)
     throw std::invalid_argument("simlayerkv: budget threshold (lazy_threshold) " +
                                 std::to_string(threshold) + " must be finite and > 0");
@@ -45,7 +44,7 @@ SimLayerKvMethod::SimLayerKvMethod(const SimLayerKvParams& params) : params_(par
 
 SimLayerKvLayerTest SimLayerKvMethod::test_layer(const LayerCapture& layer,
                                                  double threshold) const {
-  check_threshold(threshold);
+  check_simlayerkv_threshold(threshold);
   check_capture_basics(layer, name());
   SimLayerKvLayerTest test;
   const std::int64_t min_length =
@@ -54,8 +53,8 @@ SimLayerKvLayerTest SimLayerKvMethod::test_layer(const LayerCapture& layer,
   if (!test.compressible) return test;
   check_window(layer, params_.n_last, name());
   const bool bf16 = layer.model_is_bf16;
-  const std::size_t L = sz(layer.length);
-  const std::size_t rows = sz(layer.num_heads) * sz(params_.n_last);
+  const std::size_t L = to_size(layer.length);
+  const std::size_t rows = to_size(layer.num_heads) * to_size(params_.n_last);
   const std::vector<float> attn = window_attention(layer, params_.n_last);  // [H, n_last, L]
   // a(j): mean over heads and window rows (one tensor of the model dtype).
   const auto mean_at = [&](std::size_t j) {
@@ -64,12 +63,12 @@ SimLayerKvLayerTest SimLayerKvMethod::test_layer(const LayerCapture& layer,
     return maybe_bf16(static_cast<float>(sum / static_cast<double>(rows)), bf16);
   };
   double initial = 0.0;
-  for (std::size_t j = 0; j < sz(params_.n_initial); ++j) initial += mean_at(j);
+  for (std::size_t j = 0; j < to_size(params_.n_initial); ++j) initial += mean_at(j);
   // kvpress's window attention drops the window's own columns (j ≥ L − n_last): "recent" are the
   // n_recent columns before the window.
-  const std::size_t scored_columns = L - sz(params_.n_last);
+  const std::size_t scored_columns = L - to_size(params_.n_last);
   double recent = 0.0;
-  for (std::size_t j = scored_columns - sz(params_.n_recent); j < scored_columns; ++j)
+  for (std::size_t j = scored_columns - to_size(params_.n_recent); j < scored_columns; ++j)
     recent += mean_at(j);
   const float initial_sum = maybe_bf16(static_cast<float>(initial), bf16);
   const float recent_sum = maybe_bf16(static_cast<float>(recent), bf16);
@@ -82,7 +81,7 @@ Selection SimLayerKvMethod::select(std::span<const LayerCapture> layers, const B
                                    const SelectionContext& context) const {
   (void)context;
   const int length = check_layers(layers, name());
-  check_threshold(budget.threshold);
+  check_simlayerkv_threshold(budget.threshold);
   Selection selection;
   for (const auto& layer : layers) {
     const SimLayerKvLayerTest test = test_layer(layer, budget.threshold);

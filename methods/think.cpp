@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "methods/capture_checks.h"
 #include "methods/capture_subset.h"
@@ -16,9 +17,9 @@
 namespace kvaudit::methods {
 namespace {
 
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
-
-[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument("think: " + what); }
+[[noreturn]] void fail_think(const std::string& what) {
+  throw std::invalid_argument("think: " + what);
+}
 
 // torch's mean of (already rounded) values: one f32-accumulated sum divided by the count, rounded
 // once to the tensor's dtype (bf16 or f32); accumulated here in double.
@@ -31,53 +32,55 @@ float mean_of(double sum, std::size_t count, bool bf16) {
 std::vector<float> think_channel_scores(const LayerCapture& layer, int window_size,
                                         const std::vector<std::vector<std::int32_t>>* kept) {
   check_capture_basics(layer, "think");
-  if (window_size < 1) fail("window_size must be >= 1");
+  if (window_size < 1) fail_think("window_size must be >= 1");
   const int rows = std::min(window_size, layer.length);
   if (layer.window_rows < rows || layer.window_rows > layer.length ||
       layer.window_queries.size() !=
-          sz(layer.num_heads) * sz(layer.window_rows) * sz(layer.head_dim))
-    fail("layer " + std::to_string(layer.layer) + " capture: " + std::to_string(layer.window_rows) +
-         " window query rows, the method reads the last " + std::to_string(rows));
-  if (kept != nullptr && kept->size() != sz(layer.num_kv_heads))
-    fail("kept sets must list one head per KV head");
+          to_size(layer.num_heads) * to_size(layer.window_rows) * to_size(layer.head_dim))
+    fail_think("layer " + std::to_string(layer.layer) +
+               " capture: " + std::to_string(layer.window_rows) +
+               " window query rows, the method reads the last " + std::to_string(rows));
+  if (kept != nullptr && kept->size() != to_size(layer.num_kv_heads))
+    fail_think("kept sets must list one head per KV head");
   const bool bf16 = layer.model_is_bf16;
-  const std::size_t d = sz(layer.head_dim);
+  const std::size_t d = to_size(layer.head_dim);
   const int group = layer.group_size();
 
   // q̄ per query head: mean over the last `rows` window rows of the rounded squares.
-  std::vector<float> query_energy(sz(layer.num_heads) * d);
+  std::vector<float> query_energy(to_size(layer.num_heads) * d);
   for (int h = 0; h < layer.num_heads; ++h) {
     for (std::size_t c = 0; c < d; ++c) {
       double sum = 0;
       for (int r = layer.window_rows - rows; r < layer.window_rows; ++r) {
-        const float q = layer.window_queries[(sz(h) * sz(layer.window_rows) + sz(r)) * d + c];
+        const float q =
+            layer.window_queries[(to_size(h) * to_size(layer.window_rows) + to_size(r)) * d + c];
         sum += maybe_bf16(q * q, bf16);
       }
-      query_energy[sz(h) * d + c] = mean_of(sum, sz(rows), bf16);
+      query_energy[to_size(h) * d + c] = mean_of(sum, to_size(rows), bf16);
     }
   }
 
-  std::vector<float> scores(sz(layer.num_kv_heads) * d);
+  std::vector<float> scores(to_size(layer.num_kv_heads) * d);
   for (int g = 0; g < layer.num_kv_heads; ++g) {
-    const auto keys = layer.keys[sz(g)];
-    const std::vector<std::int32_t>* positions = kept != nullptr ? &(*kept)[sz(g)] : nullptr;
-    if (positions != nullptr && positions->empty()) fail("a KV head keeps no position");
-    const std::size_t count = positions != nullptr ? positions->size() : sz(layer.length);
+    const auto keys = layer.keys[to_size(g)];
+    const std::vector<std::int32_t>* positions = kept != nullptr ? &(*kept)[to_size(g)] : nullptr;
+    if (positions != nullptr && positions->empty()) fail_think("a KV head keeps no position");
+    const std::size_t count = positions != nullptr ? positions->size() : to_size(layer.length);
     for (std::size_t c = 0; c < d; ++c) {
       // q̄_g: the mean over the group's query heads of their (rounded) means.
       double query_sum = 0;
-      for (int i = 0; i < group; ++i) query_sum += query_energy[(sz(g * group + i)) * d + c];
-      const float query_mean = mean_of(query_sum, sz(group), bf16);
+      for (int i = 0; i < group; ++i) query_sum += query_energy[(to_size(g * group + i)) * d + c];
+      const float query_mean = mean_of(query_sum, to_size(group), bf16);
       double key_sum = 0;
       for (std::size_t i = 0; i < count; ++i) {
         const std::int32_t j =
             positions != nullptr ? (*positions)[i] : static_cast<std::int32_t>(i);
-        if (j < 0 || j >= layer.length) fail("kept position out of [0, L)");
+        if (j < 0 || j >= layer.length) fail_think("kept position out of [0, L)");
         const float k = keys[static_cast<std::size_t>(j) * d + c];
         key_sum += maybe_bf16(k * k, bf16);
       }
       const float key_mean = mean_of(key_sum, count, bf16);
-      scores[sz(g) * d + c] = maybe_bf16(query_mean * key_mean, bf16);
+      scores[to_size(g) * d + c] = maybe_bf16(query_mean * key_mean, bf16);
     }
   }
   return scores;
@@ -94,8 +97,8 @@ std::vector<std::int32_t> lowest_channels(std::span<const float> head_scores, st
 ThinkMethod::ThinkMethod(ThinkParams params) : params_(params) {
   if (!(params_.key_channel_compression_ratio >= 0.0 &&
         params_.key_channel_compression_ratio < 1.0))
-    fail("key_channel_compression_ratio must be in [0, 1)");
-  if (params_.window_size < 1) fail("window_size must be >= 1");
+    fail_think("key_channel_compression_ratio must be in [0, 1)");
+  if (params_.window_size < 1) fail_think("window_size must be >= 1");
 }
 
 std::int64_t ThinkMethod::pruned_channel_count(int head_dim) const {
@@ -105,11 +108,11 @@ std::int64_t ThinkMethod::pruned_channel_count(int head_dim) const {
 
 std::vector<std::vector<std::int32_t>> ThinkMethod::zeroed_channels(
     const LayerCapture& layer, const std::vector<std::vector<std::int32_t>>* kept) const {
-  std::vector<std::vector<std::int32_t>> zeroed(sz(layer.num_kv_heads));
+  std::vector<std::vector<std::int32_t>> zeroed(to_size(layer.num_kv_heads));
   const std::int64_t n = pruned_channel_count(layer.head_dim);
   if (n == 0) return zeroed;
   const auto scores = think_channel_scores(layer, params_.window_size, kept);
-  const std::size_t d = sz(layer.head_dim);
+  const std::size_t d = to_size(layer.head_dim);
   for (std::size_t g = 0; g < zeroed.size(); ++g)
     zeroed[g] = lowest_channels(std::span<const float>(scores).subspan(g * d, d), n);
   return zeroed;

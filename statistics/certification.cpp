@@ -4,31 +4,25 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 
 #include "base/errors.h"
+#include "statistics/argument_checks.h"
 #include "statistics/binomial.h"
 #include "statistics/bounded_loss.h"
 
 namespace kvaudit::stats {
 namespace {
 
-std::string str(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  return buffer;
-}
-
 void validate_contract(const Contract& c, const std::string& where) {
   if (!(c.tau >= 0.0) || !std::isfinite(c.tau)) {
-    throw InputError(where + ": contract tau must be finite and >= 0, got " + str(c.tau));
+    throw InputError(where + ": contract tau must be finite and >= 0, got " + exact_text(c.tau));
   }
   if (!(c.epsilon > 0.0 && c.epsilon < 1.0)) {
-    throw InputError(where + ": contract epsilon must be in (0, 1), got " + str(c.epsilon));
+    throw InputError(where + ": contract epsilon must be in (0, 1), got " + exact_text(c.epsilon));
   }
   if (!(c.delta > 0.0 && c.delta < 1.0)) {
-    throw InputError(where + ": contract delta must be in (0, 1), got " + str(c.delta));
+    throw InputError(where + ": contract delta must be in (0, 1), got " + exact_text(c.delta));
   }
 }
 
@@ -242,7 +236,7 @@ void validate_kind(const CertificationInput& input, std::size_t n) {
   if (!kind.violation && !kind.mean_loss) throw InputError(where + ": the contract has no risk");
   if (kind.mean_loss && !(kind.loss_epsilon > 0.0 && kind.loss_epsilon < 1.0))
     throw InputError(where + ": contract loss_epsilon must be in (0, 1), got " +
-                     str(kind.loss_epsilon));
+                     exact_text(kind.loss_epsilon));
   if (kind.procedure == TestingProcedure::fixed_sequence_multistart &&
       (kind.starts < 1 || kind.starts > input.candidates.size()))
     throw InputError(where + ": starts must be in [1, " + std::to_string(input.candidates.size()) +
@@ -288,7 +282,7 @@ std::vector<std::uint8_t> violations_from_utilities(const std::vector<double>& u
                                                     const std::vector<double>& u_candidate,
                                                     double tau, const std::string& what) {
   if (!(tau >= 0.0) || !std::isfinite(tau)) {
-    throw InputError(what + ": tau must be finite and >= 0, got " + str(tau));
+    throw InputError(what + ": tau must be finite and >= 0, got " + exact_text(tau));
   }
   if (u_full.size() != u_candidate.size()) {
     throw InputError(what + ": " + std::to_string(u_full.size()) + " full-KV utilities but " +
@@ -309,7 +303,7 @@ CertificationResult certify(const CertificationInput& input) {
   validate_contract(input.contract, where);
   if (input.candidates.empty()) throw InputError(where + ": no candidates to certify");
   if (!(input.task_alpha > 0.0 && input.task_alpha < 1.0)) {
-    throw InputError(where + ": task_alpha must be in (0, 1), got " + str(input.task_alpha));
+    throw InputError(where + ": task_alpha must be in (0, 1), got " + exact_text(input.task_alpha));
   }
   const std::size_t n = input.candidates.front().calibration_violations.size();
   if (n == 0) throw InputError(where + ": no calibration requests (n = 0)");
@@ -381,8 +375,8 @@ void require_matches_lock(const Contract& used, const Contract& locked,
                           const std::string& where) {
   const auto check = [&](const char* field, double u, double l) {
     if (u != l) {
-      throw InputError(where + ": refusing to certify: contract " + field + " is " + str(u) +
-                       " but the preregistration lock says " + str(l));
+      throw InputError(where + ": refusing to certify: contract " + field + " is " + exact_text(u) +
+                       " but the preregistration lock says " + exact_text(l));
     }
   };
   check("tau", used.tau, locked.tau);

@@ -16,12 +16,12 @@
 namespace kvaudit::stats {
 namespace {
 
-constexpr std::size_t kMaxStratumSize = 0xffffffffull;  // indices are 32-bit
+constexpr std::size_t kMaxClusters = 0xffffffffull;  // indices are 32-bit
 
-std::string in_quotes(const std::string& name) { return "'" + name + "'"; }
+std::string name_in_quotes(const std::string& name) { return "'" + name + "'"; }
 
 // The integer path's condition, as in paired_bootstrap (exact_integer means the same there).
-bool is_small_integer(double d) { return d == std::nearbyint(d) && d >= -127.0 && d <= 127.0; }
+bool fits_integer_path(double d) { return d == std::nearbyint(d) && d >= -127.0 && d <= 127.0; }
 
 // For each instance its cluster number k (order of first appearance), and the sizes n_k.
 struct ClusterLayout {
@@ -54,7 +54,7 @@ void validate_clustered_comparisons(const std::vector<ClusteredPairedComparison>
   std::map<std::uint32_t, std::pair<std::vector<std::uint32_t>, std::string>> layouts;
   for (std::size_t c = first; c < first + count; ++c) {
     const ClusteredPairedComparison& comparison = comparisons[c];
-    const std::string where = "cluster bootstrap: comparison " + in_quotes(comparison.name);
+    const std::string where = "cluster bootstrap: comparison " + name_in_quotes(comparison.name);
     if (comparison.strata.empty()) throw InputError(where + ": no strata");
     std::set<std::uint32_t> seen;
     for (const ClusteredPairedStratum& stratum : comparison.strata) {
@@ -71,7 +71,7 @@ void validate_clustered_comparisons(const std::vector<ClusteredPairedComparison>
                          " cluster ids (one cluster id per instance)");
       }
       if (stratum.arm_a.empty()) throw InputError(at + ": no instances");
-      if (stratum.arm_a.size() > kMaxStratumSize) {
+      if (stratum.arm_a.size() > kMaxClusters) {
         throw InputError(at + ": more than 2^32 - 1 instances");
       }
       for (std::size_t i = 0; i < stratum.arm_a.size(); ++i) {
@@ -86,7 +86,7 @@ void validate_clustered_comparisons(const std::vector<ClusteredPairedComparison>
         throw InputError(at +
                          ": its clusters (count and sizes in order of first appearance) "
                          "differ from those of comparison " +
-                         in_quotes(it->second.second) +
+                         name_in_quotes(it->second.second) +
                          " for the same stratum id (a stratum id must name the same clusters "
                          "in every comparison)");
       }
@@ -134,7 +134,7 @@ ClusterBootstrapPlan::ClusterBootstrapPlan(
     for (const ClusteredPairedStratum* stratum : ordered) {
       for (std::size_t i = 0; i < stratum->arm_a.size(); ++i) {
         const double d = stratum->arm_a[i] - stratum->arm_b[i];
-        if (!is_small_integer(d)) comparison.integer = false;
+        if (!fits_integer_path(d)) comparison.integer = false;
         if (!have_first) {
           first_difference = d;
           have_first = true;

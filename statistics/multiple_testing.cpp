@@ -3,19 +3,13 @@
 #include "statistics/multiple_testing.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <numeric>
 
 #include "base/errors.h"
+#include "statistics/argument_checks.h"
 
 namespace kvaudit::stats {
 namespace {
-
-std::string str(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  return buffer;
-}
 
 constexpr const char* kNames = "fixed_sequence, fixed_sequence_multistart, bonferroni or holm";
 
@@ -60,12 +54,12 @@ ProcedureResult apply_procedure(TestingProcedure procedure, const std::vector<do
   const std::size_t count = p_values.size();
   if (count == 0) throw InputError("apply_procedure: no p-values (no candidates)");
   if (!(delta > 0.0 && delta < 1.0)) {
-    throw InputError("apply_procedure: delta must be in (0, 1), got " + str(delta));
+    throw InputError("apply_procedure: delta must be in (0, 1), got " + exact_text(delta));
   }
   for (std::size_t j = 0; j < count; ++j) {
     if (!(p_values[j] >= 0.0 && p_values[j] <= 1.0)) {
       throw InputError("apply_procedure: p-value of candidate " + std::to_string(j) + " is " +
-                       str(p_values[j]) + " (must be in [0, 1])");
+                       exact_text(p_values[j]) + " (must be in [0, 1])");
     }
   }
   ProcedureResult result;

@@ -4,26 +4,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "base/errors.h"
+#include "statistics/argument_checks.h"
 
 namespace kvaudit::stats {
 namespace {
 
-std::string str(double v) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
-  return buffer;
-}
-
 void validate(double epsilon, double delta, std::int64_t n_max, const char* where) {
   if (!(epsilon > 0.0 && epsilon < 1.0)) {
-    throw InputError(std::string(where) + ": epsilon must be in (0, 1), got " + str(epsilon));
+    throw InputError(std::string(where) + ": epsilon must be in (0, 1), got " +
+                     exact_text(epsilon));
   }
   if (!(delta > 0.0 && delta < 1.0)) {
-    throw InputError(std::string(where) + ": delta must be in (0, 1), got " + str(delta));
+    throw InputError(std::string(where) + ": delta must be in (0, 1), got " + exact_text(delta));
   }
   if (n_max < 1) {
     throw InputError(std::string(where) + ": n_max must be >= 1, got " + std::to_string(n_max));
@@ -64,7 +59,7 @@ double SequentialRiskTest::next_bet() const {
 SequentialDecision SequentialRiskTest::observe(double loss) {
   if (!(loss >= 0.0 && loss <= 1.0)) {
     throw InputError("sequential test: loss of request " + std::to_string(t_ + 1) +
-                     " must be in [0, 1], got " + str(loss));
+                     " must be in [0, 1], got " + exact_text(loss));
   }
   if (decided()) {
     throw InputError("sequential test: observe() after the test decided (" +

@@ -10,13 +10,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "base/size_cast.h"
 #include "runners/cpu/linear.h"
 #include "runners/cpu/rms_norm.h"
 
 namespace kvaudit::cpu {
 namespace {
-
-std::size_t to_size(int value) { return static_cast<std::size_t>(value); }
 
 // c [rows, cols] = a [rows, inner] · b [inner, cols] (a gradient times a weight: linear() is the
 // other orientation, x · Wᵀ); rows split over the OpenMP threads, each a single-threaded sgemm.

@@ -16,7 +16,7 @@ namespace kvaudit::cpu {
 namespace {
 
 // Query rows scored together (score_tile takes 1..4 rows; results do not depend on it).
-constexpr std::size_t kTileRows = 4;
+constexpr std::size_t kScoreTileRows = 4;
 
 std::size_t as_size(int n) { return static_cast<std::size_t>(n); }
 
@@ -155,14 +155,14 @@ void CpuPrefillCapture::capture_column_sums(const PrefillLayerView& view,
     const std::size_t h = static_cast<std::size_t>(hh);
     const std::vector<float>& keys = panels[h / group];
     const std::size_t stride = padded_key_count(last);
-    std::vector<float> scores(kTileRows * stride);
+    std::vector<float> scores(kScoreTileRows * stride);
     std::vector<double> sums(last, 0.0);
     std::size_t row = 0;
     for (std::size_t k = 0; k < out.size(); ++k) {
       const std::size_t boundary = as_size(options_.boundaries[k]);
       while (row < boundary) {
         // Up to four consecutive rows of head h, never crossing the boundary.
-        const std::size_t count = std::min(kTileRows, boundary - row);
+        const std::size_t count = std::min(kScoreTileRows, boundary - row);
         const float* queries = view.queries.data() + (row * heads + h) * dim;
         score_tile(queries, heads * dim, count, keys.data(), 0, row + count, dim, scores.data(),
                    stride);

@@ -8,14 +8,13 @@
 #include <utility>
 
 #include "base/argmax.h"
+#include "base/size_cast.h"
 #include "methods/bf16_rounding.h"
 #include "runners/unit/cost_shares.h"
 #include "runners/unit/prefill_capture.h"
 
 namespace kvaudit::unit {
 namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 bool is_eos(std::int32_t token, const GreedyOptions& options) {
   return std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), token) !=
@@ -44,10 +43,10 @@ std::vector<CacheHeadEntries> layer_heads(const SequenceCache& cache, int layer,
   for (int h = 0; h < num_kv_heads; ++h) heads.push_back(cache.head_entries(layer, h));
   const std::size_t k_len = heads.front().positions.size();
   for (int h = 1; h < num_kv_heads; ++h)
-    if (heads[sz(h)].positions.size() != k_len)
+    if (heads[to_size(h)].positions.size() != k_len)
       throw std::invalid_argument(
           "decode-time compression: layer " + std::to_string(layer) + " KV head " +
-          std::to_string(h) + " holds " + std::to_string(heads[sz(h)].positions.size()) +
+          std::to_string(h) + " holds " + std::to_string(heads[to_size(h)].positions.size()) +
           " entries but head 0 holds " + std::to_string(k_len) +
           " (the scorer needs one length per layer; a head-adaptive prefill method cannot "
           "precede decode-time compression)");
@@ -118,7 +117,7 @@ DecodingCompressor::DecodingCompressor(const InferenceEngine& engine, const meth
       policy_(policy),
       context_(context),
       record_kept_(record_kept),
-      buffer_(sz(engine.config().num_layers)),
+      buffer_(to_size(engine.config().num_layers)),
       merge_draw_(std::move(merge_draw)),
       dms_(dms) {
   validate(policy_);
@@ -131,8 +130,8 @@ DecodingCompressor::DecodingCompressor(const InferenceEngine& engine, const meth
       throw std::invalid_argument("decode-time compression: CAM (merge_budget " +
                                   std::to_string(policy_.merge_budget) + ") needs a plain scorer " +
                                   "method as its base press, not " + method_.name());
-    attention_sums_.resize(sz(engine.config().num_layers));
-    layer_counts_.assign(sz(engine.config().num_layers), 0);
+    attention_sums_.resize(to_size(engine.config().num_layers));
+    layer_counts_.assign(to_size(engine.config().num_layers), 0);
   }
 }
 
@@ -142,15 +141,15 @@ void DecodingCompressor::observe(const DecodeLayerView& view, int row) {
     return;
   }
   const model::ModelConfig& c = engine_.config();
-  const std::size_t q_width = sz(c.num_heads) * sz(c.head_dim);
-  const std::size_t d = sz(c.head_dim);
+  const std::size_t q_width = to_size(c.num_heads) * to_size(c.head_dim);
+  const std::size_t d = to_size(c.head_dim);
   if (view.layer < 0 || view.layer >= c.num_layers || row < 0 || row >= view.num_sequences ||
-      view.queries_pre_rope.size() != sz(view.num_sequences) * q_width ||
-      view.rope_cos.size() != sz(view.num_sequences) * d ||
-      view.rope_sin.size() != sz(view.num_sequences) * d)
+      view.queries_pre_rope.size() != to_size(view.num_sequences) * q_width ||
+      view.rope_cos.size() != to_size(view.num_sequences) * d ||
+      view.rope_sin.size() != to_size(view.num_sequences) * d)
     throw std::logic_error("decode-time compression: malformed decode layer view (layer " +
                            std::to_string(view.layer) + ", row " + std::to_string(row) + ")");
-  const std::size_t r = sz(row);
+  const std::size_t r = to_size(row);
   BufferedRow buffered;
   buffered.queries_pre_rope.assign(
       view.queries_pre_rope.begin() + static_cast<std::ptrdiff_t>(r * q_width),
@@ -163,7 +162,7 @@ void DecodingCompressor::observe(const DecodeLayerView& view, int row) {
     step_cos_ = buffered.cos;
     step_sin_ = buffered.sin;
   }
-  buffer_[sz(view.layer)].push_back(std::move(buffered));
+  buffer_[to_size(view.layer)].push_back(std::move(buffered));
 }
 
 std::optional<CompressionEvent> DecodingCompressor::end_step(SequenceCache& cache) {
@@ -182,7 +181,7 @@ std::optional<CompressionEvent> DecodingCompressor::end_step(SequenceCache& cach
     count_ = 0;
     for (auto& rows : buffer_) rows.clear();
   }
-  const std::size_t keep = sz(policy_.hidden_states_buffer_size);
+  const std::size_t keep = to_size(policy_.hidden_states_buffer_size);
   for (auto& rows : buffer_)
     if (rows.size() > keep)
       rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(keep));
@@ -195,18 +194,18 @@ std::vector<float> DecodingCompressor::window_queries(int layer, int rows) const
   // compute_window_attention compute it in the model dtype.
   const model::ModelConfig& c = engine_.config();
   const bool bf16 = c.dtype == model::ComputeDtype::bf16;
-  const std::size_t H = sz(c.num_heads), d = sz(c.head_dim), half = d / 2;
-  const auto& buffered = buffer_[sz(layer)];
-  const std::size_t first = buffered.size() - sz(rows);
-  std::vector<float> out(H * sz(rows) * d);
-  for (std::size_t r = 0; r < sz(rows); ++r) {
+  const std::size_t H = to_size(c.num_heads), d = to_size(c.head_dim), half = d / 2;
+  const auto& buffered = buffer_[to_size(layer)];
+  const std::size_t first = buffered.size() - to_size(rows);
+  std::vector<float> out(H * to_size(rows) * d);
+  for (std::size_t r = 0; r < to_size(rows); ++r) {
     const BufferedRow& row = buffered[first + r];
     const bool own = policy_.query_positions == BufferedQueryPositions::own;
     const std::vector<float>& cos = own ? row.cos : step_cos_;
     const std::vector<float>& sin = own ? row.sin : step_sin_;
     for (std::size_t h = 0; h < H; ++h) {
       const float* q = row.queries_pre_rope.data() + h * d;
-      float* o = out.data() + (h * sz(rows) + r) * d;
+      float* o = out.data() + (h * to_size(rows) + r) * d;
       for (std::size_t i = 0; i < d; ++i) {
         const float rotated = i < half ? -q[i + half] : q[i - half];
         const float a = methods::maybe_bf16(q[i] * cos[i], bf16);
@@ -223,7 +222,7 @@ methods::LayerCapture DecodingCompressor::layer_view(int layer,
                                                      std::vector<float>& queries) const {
   const model::ModelConfig& c = engine_.config();
   const std::size_t k_len = heads.front().positions.size();
-  const int rows = static_cast<int>(std::min(buffer_[sz(layer)].size(), k_len));
+  const int rows = static_cast<int>(std::min(buffer_[to_size(layer)].size(), k_len));
   queries = window_queries(layer, rows);
   methods::LayerCapture view = layer_capture_shape(c, layer, static_cast<int>(k_len));
   for (const CacheHeadEntries& e : heads) {
@@ -241,27 +240,27 @@ std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& 
   ++decode_steps_;
   const model::ModelConfig& c = engine_.config();
   const bool bf16 = c.dtype == model::ComputeDtype::bf16;
-  const std::size_t layers = sz(c.num_layers);
+  const std::size_t layers = to_size(c.num_layers);
   // kvpress's hook, per layer: accumulate the step's attention, count the step, maybe compress.
   std::vector<std::vector<CacheHeadEntries>> heads(layers);
   std::vector<bool> due(layers, false);
   bool any_due = false;
   for (int layer = 0; layer < c.num_layers; ++layer) {
-    auto& h = heads[sz(layer)];
+    auto& h = heads[to_size(layer)];
     h = layer_heads(cache, layer, c.num_kv_heads);
-    if (buffer_[sz(layer)].empty())
+    if (buffer_[to_size(layer)].empty())
       throw std::logic_error("decode-time compression: layer " + std::to_string(layer) +
                              " was not observed this step");
     const std::vector<float> query = window_queries(layer, 1);  // the step's row, its position
-    cam_accumulate(attention_sums_[sz(layer)],
+    cam_accumulate(attention_sums_[to_size(layer)],
                    cam_step_attention(query, h, c.num_heads, c.head_dim, bf16), c.num_kv_heads,
                    bf16);
-    ++layer_counts_[sz(layer)];
+    ++layer_counts_[to_size(layer)];
     const auto n = static_cast<std::int64_t>(h.front().positions.size());
-    due[sz(layer)] =
-        (layer_counts_[sz(layer)] >= policy_.compression_interval && n > policy_.target_size) ||
-        policy_.target_size <= 1;
-    any_due = any_due || due[sz(layer)];
+    due[to_size(layer)] = (layer_counts_[to_size(layer)] >= policy_.compression_interval &&
+                           n > policy_.target_size) ||
+                          policy_.target_size <= 1;
+    any_due = any_due || due[to_size(layer)];
   }
   std::optional<CompressionEvent> result;
   if (any_due) {
@@ -272,15 +271,16 @@ std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& 
     methods::Selection selection;
     selection.kept.resize(layers);
     for (int layer = 0; layer < c.num_layers; ++layer) {
-      const auto& h = heads[sz(layer)];
-      auto& kept = selection.kept[sz(layer)];
+      const auto& h = heads[to_size(layer)];
+      auto& kept = selection.kept[to_size(layer)];
       const int n = static_cast<int>(h.front().positions.size());
-      if (!due[sz(layer)] || n <= policy_.target_size) {
+      if (!due[to_size(layer)] || n <= policy_.target_size) {
         for (const CacheHeadEntries& e : h)
           kept.emplace_back(e.positions.begin(), e.positions.end());
-        if (due[sz(layer)]) {  // kvpress: compress() returns the cache untouched; the count resets
-          layer_counts_[sz(layer)] = 0;
-          buffer_[sz(layer)].clear();
+        if (due[to_size(
+                layer)]) {  // kvpress: compress() returns the cache untouched; the count resets
+          layer_counts_[to_size(layer)] = 0;
+          buffer_[to_size(layer)].clear();
         }
         continue;
       }
@@ -295,8 +295,8 @@ std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& 
       if (!scored) {  // the guard recorded the failure: keep the layer whole
         for (const CacheHeadEntries& e : h)
           kept.emplace_back(e.positions.begin(), e.positions.end());
-        layer_counts_[sz(layer)] = 0;
-        buffer_[sz(layer)].clear();
+        layer_counts_[to_size(layer)] = 0;
+        buffer_[to_size(layer)].clear();
         continue;
       }
       const std::vector<float>& scores = *scored;
@@ -308,21 +308,23 @@ std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& 
       const bool bf16_scores = bf16 && std::all_of(scores.begin(), scores.end(), [](float x) {
                                  return methods::round_to_bf16(x) == x || x != x;
                                });
-      std::vector<float> mean(sz(n), 0.0f);
+      std::vector<float> mean(to_size(n), 0.0f);
       for (int j = 0; j < n; ++j) {
         float total = 0.0f;
-        for (int g = 0; g < c.num_kv_heads; ++g) total += scores[sz(g) * sz(n) + sz(j)];
-        mean[sz(j)] = methods::maybe_bf16(total / static_cast<float>(c.num_kv_heads), bf16_scores);
+        for (int g = 0; g < c.num_kv_heads; ++g)
+          total += scores[to_size(g) * to_size(n) + to_size(j)];
+        mean[to_size(j)] =
+            methods::maybe_bf16(total / static_cast<float>(c.num_kv_heads), bf16_scores);
       }
       CamMergeInput input;
       input.mean_scores = mean;
-      input.attention_sums = attention_sums_[sz(layer)];
+      input.attention_sums = attention_sums_[to_size(layer)];
       for (const CacheHeadEntries& e : h) input.values.push_back(e.values);
       input.length = n;
       input.head_dim = c.head_dim;
       input.target_size = policy_.target_size;
       input.merge_budget = policy_.merge_budget;
-      input.steps_since = layer_counts_[sz(layer)];
+      input.steps_since = layer_counts_[to_size(layer)];
       input.bf16 = bf16;
       const int hkv = c.num_kv_heads;
       const auto draw = [&](float p, int kv_head, int candidate) {
@@ -335,25 +337,26 @@ std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& 
       for (const CacheHeadEntries& e : h) {
         std::vector<std::int32_t> positions;
         positions.reserve(merged.kept.size());
-        for (const std::int32_t index : merged.kept) positions.push_back(e.positions[sz(index)]);
+        for (const std::int32_t index : merged.kept)
+          positions.push_back(e.positions[to_size(index)]);
         kept.push_back(std::move(positions));
       }
       for (CamMergeResult::Row& row : merged.replacements)
         selection.value_replacements.push_back(
             {.layer = layer,
              .kv_head = row.kv_head,
-             .position = h[sz(row.kv_head)].positions[sz(row.index)],
+             .position = h[to_size(row.kv_head)].positions[to_size(row.index)],
              .value = std::move(row.value)});
       // A keeps the kept indices in every head.
-      std::vector<float>& sums = attention_sums_[sz(layer)];
+      std::vector<float>& sums = attention_sums_[to_size(layer)];
       std::vector<float> gathered;
-      gathered.reserve(sz(hkv) * merged.kept.size());
+      gathered.reserve(to_size(hkv) * merged.kept.size());
       for (int g = 0; g < hkv; ++g)
         for (const std::int32_t index : merged.kept)
-          gathered.push_back(sums[sz(g) * sz(n) + sz(index)]);
+          gathered.push_back(sums[to_size(g) * to_size(n) + to_size(index)]);
       sums = std::move(gathered);
-      layer_counts_[sz(layer)] = 0;
-      buffer_[sz(layer)].clear();
+      layer_counts_[to_size(layer)] = 0;
+      buffer_[to_size(layer)].clear();
     }
     if (event.evicted) {
       cache.retain(selection);
@@ -368,14 +371,14 @@ std::optional<CompressionEvent> DecodingCompressor::end_step_cam(SequenceCache& 
           std::vector<double> row_sums(e.positions.size(), 0.0);
           for (std::size_t i = 0; i < row_sums.size(); ++i)
             for (int k = 0; k < c.head_dim; ++k)
-              row_sums[i] += e.values[i * sz(c.head_dim) + sz(k)];
-          event.value_sums[sz(layer)].push_back(std::move(row_sums));
+              row_sums[i] += e.values[i * to_size(c.head_dim) + to_size(k)];
+          event.value_sums[to_size(layer)].push_back(std::move(row_sums));
         }
     }
     event.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     result = std::move(event);
   }
-  const std::size_t keep = sz(policy_.hidden_states_buffer_size);
+  const std::size_t keep = to_size(policy_.hidden_states_buffer_size);
   for (auto& rows : buffer_)
     if (rows.size() > keep)
       rows.erase(rows.begin(), rows.end() - static_cast<std::ptrdiff_t>(keep));
@@ -390,11 +393,11 @@ CompressionEvent DecodingCompressor::compress(SequenceCache& cache, std::int64_t
   event.original_length = cache.original_length();
   event.target_size = target_size;
   methods::Selection selection;
-  selection.kept.resize(sz(c.num_layers));
+  selection.kept.resize(to_size(c.num_layers));
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const std::vector<CacheHeadEntries> heads = layer_heads(cache, layer, c.num_kv_heads);
     const std::size_t k_len = heads.front().positions.size();
-    auto& kept = selection.kept[sz(layer)];
+    auto& kept = selection.kept[to_size(layer)];
     const double ratio = decoding_compression_ratio(static_cast<std::int64_t>(k_len), target_size);
     if (ratio == 0.0) {  // kvpress ScorerPress.compress returns the cache untouched
       for (const CacheHeadEntries& e : heads)
@@ -413,7 +416,7 @@ CompressionEvent DecodingCompressor::compress(SequenceCache& cache, std::int64_t
       std::vector<std::int32_t> positions;
       positions.reserve(chosen.kept.front()[h].size());
       for (const std::int32_t index : chosen.kept.front()[h])
-        positions.push_back(heads[h].positions[sz(index)]);
+        positions.push_back(heads[h].positions[to_size(index)]);
       kept.push_back(std::move(positions));
     }
   }
@@ -429,7 +432,7 @@ std::vector<CompressingOutput> generate_greedy_compressing(
   if (options.max_new_tokens < 0)
     throw std::invalid_argument("greedy generation: max_new_tokens must be >= 0, got " +
                                 std::to_string(options.max_new_tokens));
-  const std::size_t vocab = sz(engine.config().vocab_size);
+  const std::size_t vocab = to_size(engine.config().vocab_size);
   std::vector<CompressingOutput> outputs(sequences.size());
   std::vector<DecodingCompressor> compressors;
   compressors.reserve(sequences.size());

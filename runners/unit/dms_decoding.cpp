@@ -6,14 +6,13 @@
 #include <stdexcept>
 #include <utility>
 
+#include "base/size_cast.h"
 #include "methods/scorer_method.h"
 #include "runners/unit/decoding_compression.h"
 #include "runners/unit/prefill_capture.h"
 
 namespace kvaudit::unit {
 namespace {
-
-std::size_t sz(int v) { return static_cast<std::size_t>(v); }
 
 // Collects each layer's new keys, values and attention input of an observed feed, per KV head.
 class FeedRows final : public methods::PassObserver {
@@ -24,17 +23,17 @@ class FeedRows final : public methods::PassObserver {
     bool seen = false;
   };
   FeedRows(const model::ModelConfig& config, int tokens)
-      : config_(config), tokens_(tokens), layers_(sz(config.num_layers)) {}
+      : config_(config), tokens_(tokens), layers_(to_size(config.num_layers)) {}
 
   void on_layer(const methods::PassLayerView& view) override {
-    const std::size_t hkv = sz(config_.num_kv_heads), d = sz(config_.head_dim);
-    const std::size_t t = sz(tokens_);
+    const std::size_t hkv = to_size(config_.num_kv_heads), d = to_size(config_.head_dim);
+    const std::size_t t = to_size(tokens_);
     if (view.layer < 0 || view.layer >= config_.num_layers || view.num_tokens != tokens_ ||
         view.keys.size() != t * hkv * d || view.values.size() != t * hkv * d ||
-        view.attention_input.size() != t * sz(config_.hidden_size))
+        view.attention_input.size() != t * to_size(config_.hidden_size))
       throw std::logic_error("dms decoding: malformed feed layer view (layer " +
                              std::to_string(view.layer) + ")");
-    Layer& layer = layers_[sz(view.layer)];
+    Layer& layer = layers_[to_size(view.layer)];
     layer.keys.assign(hkv, std::vector<float>(t * d));
     layer.values.assign(hkv, std::vector<float>(t * d));
     for (std::size_t row = 0; row < t; ++row)
@@ -63,26 +62,26 @@ DmsDecoding::DmsDecoding(const model::ModelConfig& config, const methods::DmsMet
       method_(method),
       threshold_(methods::dms_threshold(method.scorer(), threshold,
                                         config.dtype == model::ComputeDtype::bf16)),
-      window_(sz(method.sliding_window_size())),
+      window_(to_size(method.sliding_window_size())),
       context_(context),
       record_kept_(record_kept),
-      buffer_(sz(config.num_layers)),
-      step_input_(sz(config.num_layers)),
-      observed_(sz(config.num_layers), false) {
+      buffer_(to_size(config.num_layers)),
+      step_input_(to_size(config.num_layers)),
+      observed_(to_size(config.num_layers), false) {
   context_.memo = nullptr;
   if (!method.decoding())
     throw std::invalid_argument("dms decoding: the method was built without decoding = true");
   if (boundary < 1)
     throw std::invalid_argument("dms decoding: the boundary must be >= 1, got " +
                                 std::to_string(boundary));
-  const std::size_t held = std::min(sz(boundary), window_);
-  if (prefill.window_scores.size() != sz(config.num_layers))
+  const std::size_t held = std::min(to_size(boundary), window_);
+  if (prefill.window_scores.size() != to_size(config.num_layers))
     throw std::invalid_argument("dms decoding: the prefill selection carries window scores for " +
                                 std::to_string(prefill.window_scores.size()) + " layers, not " +
                                 std::to_string(config.num_layers));
   for (std::size_t layer = 0; layer < buffer_.size(); ++layer) {
     const auto& heads = prefill.window_scores[layer];
-    if (heads.size() != sz(config.num_kv_heads))
+    if (heads.size() != to_size(config.num_kv_heads))
       throw std::invalid_argument("dms decoding: layer " + std::to_string(layer) +
                                   "'s window scores have " + std::to_string(heads.size()) +
                                   " KV heads");
@@ -93,7 +92,7 @@ DmsDecoding::DmsDecoding(const model::ModelConfig& config, const methods::DmsMet
                                     std::to_string(held) + " (min(L, w))");
     for (std::size_t j = 0; j < held; ++j) {
       Scored entry;
-      entry.position = static_cast<std::int32_t>(sz(boundary) - held + j);
+      entry.position = static_cast<std::int32_t>(to_size(boundary) - held + j);
       for (const auto& scores : heads) entry.scores.push_back(scores[j]);
       buffer_[layer].push_back(std::move(entry));
     }
@@ -116,10 +115,10 @@ void DmsDecoding::push(int layer, std::span<const std::int32_t> positions,
       methods::score_layer(method_.scorer(), view, methods::Budget{}, context_);
   for (int j = 0; j < count; ++j) {
     Scored entry;
-    entry.position = positions[sz(j)];
+    entry.position = positions[to_size(j)];
     for (std::size_t h = 0; h < keys.size(); ++h)
-      entry.scores.push_back(scores[h * sz(count) + sz(j)]);
-    buffer_[sz(layer)].push_back(std::move(entry));
+      entry.scores.push_back(scores[h * to_size(count) + to_size(j)]);
+    buffer_[to_size(layer)].push_back(std::move(entry));
   }
 }
 
@@ -127,7 +126,7 @@ CompressionEvent DmsDecoding::evict(SequenceCache& cache, int decode_step) {
   CompressionEvent event;
   event.decode_step = decode_step;
   event.original_length = cache.original_length();
-  const std::size_t layers = sz(config_.num_layers), hkv = sz(config_.num_kv_heads);
+  const std::size_t layers = to_size(config_.num_layers), hkv = to_size(config_.num_kv_heads);
   std::vector<std::vector<std::vector<std::int32_t>>> removed(
       layers, std::vector<std::vector<std::int32_t>>(hkv));
   for (std::size_t layer = 0; layer < layers; ++layer) {
@@ -179,7 +178,7 @@ LogitMatrix DmsDecoding::feed(InferenceEngine& engine, SequenceCache& cache,
   for (std::size_t j = 0; j < positions.size(); ++j)
     positions[j] = static_cast<std::int32_t>(first + static_cast<std::int64_t>(j));
   for (int layer = 0; layer < config_.num_layers; ++layer) {
-    const FeedRows::Layer& fed = rows.layers()[sz(layer)];
+    const FeedRows::Layer& fed = rows.layers()[to_size(layer)];
     if (!fed.seen)
       throw std::logic_error("dms decoding: the feed did not observe layer " +
                              std::to_string(layer));
@@ -192,28 +191,28 @@ LogitMatrix DmsDecoding::feed(InferenceEngine& engine, SequenceCache& cache,
 }
 
 void DmsDecoding::observe(const DecodeLayerView& view, int row) {
-  const std::size_t D = sz(config_.hidden_size);
+  const std::size_t D = to_size(config_.hidden_size);
   if (view.layer < 0 || view.layer >= config_.num_layers || row < 0 || row >= view.num_sequences ||
-      view.attention_input.size() != sz(view.num_sequences) * D ||
-      view.positions.size() != sz(view.num_sequences))
+      view.attention_input.size() != to_size(view.num_sequences) * D ||
+      view.positions.size() != to_size(view.num_sequences))
     throw std::logic_error("dms decoding: malformed decode layer view (layer " +
                            std::to_string(view.layer) + ", row " + std::to_string(row) + ")");
-  const auto begin = view.attention_input.begin() + static_cast<std::ptrdiff_t>(sz(row) * D);
-  step_input_[sz(view.layer)].assign(begin, begin + static_cast<std::ptrdiff_t>(D));
-  observed_[sz(view.layer)] = true;
-  step_position_ = view.positions[sz(row)];
+  const auto begin = view.attention_input.begin() + static_cast<std::ptrdiff_t>(to_size(row) * D);
+  step_input_[to_size(view.layer)].assign(begin, begin + static_cast<std::ptrdiff_t>(D));
+  observed_[to_size(view.layer)] = true;
+  step_position_ = view.positions[to_size(row)];
 }
 
 std::optional<CompressionEvent> DmsDecoding::end_step(SequenceCache& cache) {
   const auto start = std::chrono::steady_clock::now();
   ++decode_steps_;
-  const std::size_t d = sz(config_.head_dim);
+  const std::size_t d = to_size(config_.head_dim);
   const std::int32_t position[] = {step_position_};
   for (int layer = 0; layer < config_.num_layers; ++layer) {
-    if (!observed_[sz(layer)])
+    if (!observed_[to_size(layer)])
       throw std::logic_error("dms decoding: layer " + std::to_string(layer) +
                              " was not observed this step");
-    observed_[sz(layer)] = false;
+    observed_[to_size(layer)] = false;
     std::vector<std::vector<float>> keys, values;
     for (int h = 0; h < config_.num_kv_heads; ++h) {
       const CacheHeadEntries e = cache.head_entries(layer, h);
@@ -223,7 +222,7 @@ std::optional<CompressionEvent> DmsDecoding::end_step(SequenceCache& cache) {
       keys.emplace_back(e.keys.end() - static_cast<std::ptrdiff_t>(d), e.keys.end());
       values.emplace_back(e.values.end() - static_cast<std::ptrdiff_t>(d), e.values.end());
     }
-    push(layer, position, keys, values, step_input_[sz(layer)]);
+    push(layer, position, keys, values, step_input_[to_size(layer)]);
   }
   CompressionEvent event = evict(cache, decode_steps_);
   event.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -195,7 +195,7 @@ int generate_text(const po::variables_map& vm) {
 using benchmarks::ruler::model_max_positions;
 
 template <class T>
-T required(const po::variables_map& vm, const char* benchmark, const char* name) {
+T required_option(const po::variables_map& vm, const char* benchmark, const char* name) {
   if (!vm.count(name)) {
     throw InputError(std::string("generate ") + benchmark + ": --" + name + " is required");
   }
@@ -217,22 +217,23 @@ void reject_options(const po::variables_map& vm, const char* benchmark,
 int generate_ruler(const po::variables_map& vm) {
   namespace ruler = benchmarks::ruler;
   reject_options(vm, "ruler", {"tokenizer", "data", "max-prompt-tokens", "chat-rule"});
-  const std::filesystem::path model_path = required<std::string>(vm, "ruler", "model");
+  const std::filesystem::path model_path = required_option<std::string>(vm, "ruler", "model");
   if (!std::filesystem::exists(model_path)) {
     throw InputError("--model: " + model_path.string() + " does not exist");
   }
-  const std::filesystem::path out = required<std::string>(vm, "ruler", "out");
+  const std::filesystem::path out = required_option<std::string>(vm, "ruler", "out");
   if (std::filesystem::exists(out)) {
     throw InputError("--out: " + out.string() + " already exists; kvaudit never overwrites it");
   }
   ruler::RulerConfig config;
-  config.length = required<std::int64_t>(vm, "ruler", "length");
+  config.length = required_option<std::int64_t>(vm, "ruler", "length");
   config.seed = parse_seed_option(vm["seed"].as<std::string>(), "generate ruler: --seed");
   config.essay = vm["essay"].as<std::string>();
   if (vm.count("squad")) config.squad = vm["squad"].as<std::string>();
   if (vm.count("hotpotqa")) config.hotpotqa = vm["hotpotqa"].as<std::string>();
-  const auto tasks = ruler::parse_ruler_task_list(required<std::string>(vm, "ruler", "tasks"));
-  const std::int64_t instances = required<std::int64_t>(vm, "ruler", "instances");
+  const auto tasks =
+      ruler::parse_ruler_task_list(required_option<std::string>(vm, "ruler", "tasks"));
+  const std::int64_t instances = required_option<std::int64_t>(vm, "ruler", "instances");
   const std::int64_t first = vm["first"].as<std::int64_t>();
   if (instances < 1) throw InputError("--instances: must be >= 1");
   if (first < 0) throw InputError("--first: must be >= 0");
@@ -410,13 +411,14 @@ int generate_longbench(const po::variables_map& vm) {
     throw InputError(std::string(tokenizer_option) + ": " + tokenizer_path.string() +
                      " does not exist");
   }
-  const std::filesystem::path data_dir = required<std::string>(vm, "longbench", "data");
+  const std::filesystem::path data_dir = required_option<std::string>(vm, "longbench", "data");
   if (!std::filesystem::is_directory(data_dir)) {
     throw InputError("--data: " + data_dir.string() +
                      " is not a directory (the unpacked LongBench data: <dir>/<task>.jsonl)");
   }
-  const auto tasks = parse_longbench_task_list(required<std::string>(vm, "longbench", "tasks"));
-  const std::filesystem::path out = required<std::string>(vm, "longbench", "out");
+  const auto tasks =
+      parse_longbench_task_list(required_option<std::string>(vm, "longbench", "tasks"));
+  const std::filesystem::path out = required_option<std::string>(vm, "longbench", "out");
   if (std::filesystem::exists(out)) {
     throw InputError("--out: " + out.string() + " already exists; kvaudit never overwrites it");
   }

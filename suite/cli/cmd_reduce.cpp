@@ -21,7 +21,7 @@
 namespace kvaudit::cli {
 namespace {
 
-void print_summary(const reduce::ReduceResult& r) {
+void print_reduce_summary(const reduce::ReduceResult& r) {
   const auto& c = r.coverage;
   std::cout << "study      " << r.study->manifest.study.name << "\n"
             << "sha256     " << r.study->manifest_sha256 << "\n"
@@ -134,7 +134,7 @@ Command reduce_command() {
     options.log = &std::cerr;
     check_lock_and_inputs(options.load);
     const auto result = reduce::reduce_study(options);
-    print_summary(result);
+    print_reduce_summary(result);
     return static_cast<int>(result.complete() ? ExitCode::ok : ExitCode::incomplete);
   };
   return c;

@@ -259,9 +259,10 @@ run::FailureTally gather_failures(const run::FailureTally& mine, int rank, int r
   return merged;
 }
 
-void print_summary(const std::vector<double>& all, int ranks, std::size_t cells_total,
-                   std::size_t cells_done_before, std::int64_t attempt, std::size_t salvaged_now,
-                   const run::FailureTally& failures, std::size_t cells_dropped) {
+void print_run_summary(const std::vector<double>& all, int ranks, std::size_t cells_total,
+                       std::size_t cells_done_before, std::int64_t attempt,
+                       std::size_t salvaged_now, const run::FailureTally& failures,
+                       std::size_t cells_dropped) {
   std::size_t written = 0, assigned = 0, unpublished = 0;
   std::array<std::size_t, 5> by_status{};
   int stop_signal = 0;
@@ -560,8 +561,8 @@ int run_study(const po::variables_map& vm) {
   const int agreed = agree_on_code(code);
   const run::FailureTally failures = gather_failures(result.failures, mpi.rank(), mpi.size());
   if (root) {
-    print_summary(all, mpi.size(), ex.cells.size(), done_before, launch.attempt, salvaged_now,
-                  failures, cells_dropped);
+    print_run_summary(all, mpi.size(), ex.cells.size(), done_before, launch.attempt, salvaged_now,
+                      failures, cells_dropped);
   }
   run::restore_stop_handlers();
   if (agreed != 0) return agreed;

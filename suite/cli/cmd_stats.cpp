@@ -41,7 +41,7 @@ namespace kvaudit::cli {
 namespace {
 
 template <typename T>
-T required(const po::variables_map& vm, const char* name, const std::string& sub) {
+T required_stats_option(const po::variables_map& vm, const char* name, const std::string& sub) {
   if (!vm.count(name)) {
     throw InputError("stats " + sub + ": --" + std::string(name) + " is required");
   }
@@ -49,7 +49,7 @@ T required(const po::variables_map& vm, const char* name, const std::string& sub
 }
 
 std::int64_t positive_n(const po::variables_map& vm, const std::string& sub) {
-  const auto n = required<std::int64_t>(vm, "n", sub);
+  const auto n = required_stats_option<std::int64_t>(vm, "n", sub);
   if (n <= 0)
     throw InputError("stats " + sub + ": --n must be ≥ 1 (got " + std::to_string(n) + ")");
   if (n > stats::kMaxTrials) {
@@ -61,7 +61,7 @@ std::int64_t positive_n(const po::variables_map& vm, const std::string& sub) {
 }
 
 double open_unit(const po::variables_map& vm, const char* name, const std::string& sub) {
-  const double v = required<double>(vm, name, sub);
+  const double v = required_stats_option<double>(vm, name, sub);
   if (!(v > 0 && v < 1)) {
     std::ostringstream msg;
     msg << "stats " << sub << ": --" << name << " must lie in (0, 1) (got " << v << ")";
@@ -90,7 +90,7 @@ std::vector<std::string> split_commas(const std::string& text) {
   return parts;
 }
 
-int kmax(const po::variables_map& vm, bool json) {
+int kmax(const po::variables_map& vm, bool as_json) {
   const auto n = positive_n(vm, "kmax");
   const double eps = open_unit(vm, "epsilon", "kmax");
   const double delta = open_unit(vm, "delta", "kmax");
@@ -108,7 +108,7 @@ int kmax(const po::variables_map& vm, bool json) {
     j["p_k_star"] = stats::ltt_p_value(n, eps, k);
     j["p_k_star_plus_1"] = stats::ltt_p_value(n, eps, k + 1);
   }
-  if (json) {
+  if (as_json) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -125,12 +125,12 @@ int kmax(const po::variables_map& vm, bool json) {
   return 0;
 }
 
-int certify(const po::variables_map& vm, bool json) {
+int certify(const po::variables_map& vm, bool as_json) {
   const auto n = positive_n(vm, "certify");
   const stats::Contract contract{0.0, open_unit(vm, "epsilon", "certify"),
                                  open_unit(vm, "delta", "certify")};
   std::vector<stats::CalibrationCount> counts;
-  const auto list = required<std::string>(vm, "violations", "certify");
+  const auto list = required_stats_option<std::string>(vm, "violations", "certify");
   int j = 0;
   for (const auto& field : split_commas(list)) {
     ++j;
@@ -163,7 +163,7 @@ int certify(const po::variables_map& vm, bool json) {
                                  {"tested", c.tested},
                                  {"certified", c.certified}});
   }
-  if (json) {
+  if (as_json) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -217,9 +217,9 @@ double parse_double(const std::string& text, const std::string& what) {
   return v;
 }
 
-int cp(const po::variables_map& vm, bool json) {
+int cp(const po::variables_map& vm, bool as_json) {
   const auto n = positive_n(vm, "cp");
-  const auto x = required<std::int64_t>(vm, "x", "cp");
+  const auto x = required_stats_option<std::int64_t>(vm, "x", "cp");
   if (x < 0 || x > n) {
     throw InputError("stats cp: --x must lie in [0, n] (got x = " + std::to_string(x) +
                      ", n = " + std::to_string(n) + ")");
@@ -260,7 +260,7 @@ int cp(const po::variables_map& vm, bool json) {
                           {"low", low}, {"high", high}, {"searched_m", {1, max_m}}};
     out["matching_m"] = nlohmann::json::array();
     for (const auto& [a, b] : runs) out["matching_m"].push_back({a, b});
-    if (json) {
+    if (as_json) {
       std::cout << out.dump(2) << "\n";
       return 0;
     }
@@ -279,7 +279,7 @@ int cp(const po::variables_map& vm, bool json) {
   const int m = vm["m"].as<int>();
   if (m < 1) throw InputError("stats cp: --m must be ≥ 1");
   const auto ci = stats::clopper_pearson_interval(x, n, alpha, {"--m", m});
-  if (json) {
+  if (as_json) {
     std::cout << nlohmann::json({{"x", x},
                                  {"n", n},
                                  {"alpha", alpha},
@@ -331,9 +331,9 @@ std::vector<double> read_column(const std::string& path) {
   return values;
 }
 
-int bootstrap(const po::variables_map& vm, bool json) {
-  const auto a_path = required<std::string>(vm, "a", "bootstrap");
-  const auto b_path = required<std::string>(vm, "b", "bootstrap");
+int bootstrap(const po::variables_map& vm, bool as_json) {
+  const auto a_path = required_stats_option<std::string>(vm, "a", "bootstrap");
+  const auto b_path = required_stats_option<std::string>(vm, "b", "bootstrap");
   stats::BootstrapOptions options;
   options.resamples = vm["resamples"].as<std::int64_t>();
   options.seed = parse_seed_option(vm["seed"].as<std::string>(), "stats bootstrap: --seed");
@@ -347,7 +347,7 @@ int bootstrap(const po::variables_map& vm, bool json) {
                      std::to_string(s.arm_b.size()) + "); instances must be paired");
   }
   const auto r = stats::paired_bootstrap(comparison, options);
-  if (json) {
+  if (as_json) {
     std::cout << nlohmann::json({{"instances", r.instances},
                                  {"mean_a", r.mean_a},
                                  {"mean_b", r.mean_b},
@@ -378,8 +378,8 @@ bool alpha_given(const po::variables_map& vm) {
   return vm.count("alpha") > 0 && !vm["alpha"].defaulted();
 }
 
-int hb(const po::variables_map& vm, bool json) {
-  const double mean = required<double>(vm, "mean", "hb");
+int hb(const po::variables_map& vm, bool as_json) {
+  const double mean = required_stats_option<double>(vm, "mean", "hb");
   if (!(mean >= 0 && mean <= 1)) {
     std::ostringstream msg;
     msg << "stats hb: --mean (the mean loss r_hat) must lie in [0, 1] (got " << mean << ")";
@@ -391,7 +391,7 @@ int hb(const po::variables_map& vm, bool json) {
   const double p = stats::hoeffding_bentkus_p_value(mean, n, alpha);
   const double p_h = stats::hoeffding_p_value(mean, n, alpha);
   const double p_b = stats::bentkus_p_value(mean, n, alpha);
-  if (json) {
+  if (as_json) {
     std::cout << nlohmann::json({{"mean", mean},
                                  {"n", n},
                                  {"alpha", alpha},
@@ -463,7 +463,7 @@ std::vector<double> read_losses(const po::variables_map& vm) {
   return losses;
 }
 
-int wsr(const po::variables_map& vm, bool json) {
+int wsr(const po::variables_map& vm, bool as_json) {
   const auto losses = read_losses(vm);
   const double delta = open_unit(vm, "delta", "wsr");
   const double mean = stats::mean_loss(losses, "stats wsr: losses");
@@ -479,7 +479,7 @@ int wsr(const po::variables_map& vm, bool json) {
     out["p_value"] = *p;
     out["bet_delta"] = delta;
   }
-  if (json) {
+  if (as_json) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
@@ -494,14 +494,14 @@ int wsr(const po::variables_map& vm, bool json) {
   return 0;
 }
 
-int power(const po::variables_map& vm, bool json) {
+int power(const po::variables_map& vm, bool as_json) {
   const auto n = positive_n(vm, "power");
   const double eps = open_unit(vm, "epsilon", "power");
   const double delta = open_unit(vm, "delta", "power");
   const double rate = open_unit(vm, "rate", "power");
   const auto k = stats::max_certifiable_violations(n, eps, delta);
   const double p = stats::certification_power(n, eps, delta, rate);
-  if (json) {
+  if (as_json) {
     std::cout << nlohmann::json({{"n", n},
                                  {"epsilon", eps},
                                  {"delta", delta},
@@ -521,7 +521,7 @@ int power(const po::variables_map& vm, bool json) {
   return 0;
 }
 
-int sample_size(const po::variables_map& vm, bool json) {
+int sample_size(const po::variables_map& vm, bool as_json) {
   const double eps = open_unit(vm, "epsilon", "sample-size");
   const double delta = open_unit(vm, "delta", "sample-size");
   const double rate = open_unit(vm, "rate", "sample-size");
@@ -543,7 +543,7 @@ int sample_size(const po::variables_map& vm, bool json) {
   const auto or_null = [](bool present, auto v) {
     return present ? nlohmann::json(v) : nlohmann::json(nullptr);
   };
-  if (json) {
+  if (as_json) {
     std::cout << nlohmann::json({{"epsilon", eps},
                                  {"delta", delta},
                                  {"rate", rate},
@@ -629,15 +629,15 @@ Command stats_command() {
   };
   c.body = [](const po::variables_map& vm) -> int {
     const auto what = vm["calculation"].as<std::string>();
-    const bool json = vm.count("json") > 0;
-    if (what == "kmax") return kmax(vm, json);
-    if (what == "certify") return certify(vm, json);
-    if (what == "cp") return cp(vm, json);
-    if (what == "bootstrap") return bootstrap(vm, json);
-    if (what == "hb") return hb(vm, json);
-    if (what == "wsr") return wsr(vm, json);
-    if (what == "power") return power(vm, json);
-    if (what == "sample-size") return sample_size(vm, json);
+    const bool as_json = vm.count("json") > 0;
+    if (what == "kmax") return kmax(vm, as_json);
+    if (what == "certify") return certify(vm, as_json);
+    if (what == "cp") return cp(vm, as_json);
+    if (what == "bootstrap") return bootstrap(vm, as_json);
+    if (what == "hb") return hb(vm, as_json);
+    if (what == "wsr") return wsr(vm, as_json);
+    if (what == "power") return power(vm, as_json);
+    if (what == "sample-size") return sample_size(vm, as_json);
     throw InputError("stats: unknown calculation '" + what +
                      "' (expected kmax, certify, cp, bootstrap, hb, wsr, power or sample-size)");
   };

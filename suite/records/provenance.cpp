@@ -23,7 +23,7 @@ namespace {
 using Member = std::variant<std::string ShardProvenance::*, int ShardProvenance::*,
                             std::uint64_t ShardProvenance::*>;
 
-struct Field {
+struct ProvenanceField {
   const char* name;
   Member member;
   std::int64_t since_version = 1;  // the first schema version that has the attribute
@@ -31,9 +31,9 @@ struct Field {
 };
 
 #define KV_PROV(member) \
-  Field { #member, &ShardProvenance::member, 1 }
+  ProvenanceField { #member, &ShardProvenance::member, 1 }
 
-const std::array kFields{
+const std::array kProvenanceFields{
     KV_PROV(schema_version),
     KV_PROV(manifest_sha256),
     KV_PROV(manifest_path),
@@ -66,10 +66,10 @@ const std::array kFields{
     KV_PROV(attempt),
     KV_PROV(t_open_utc),
     KV_PROV(t_close_utc),
-    Field{"launch_id", &ShardProvenance::launch_id, 3},
-    Field{"salvaged_from", &ShardProvenance::salvaged_from, 3},
-    Field{"cpu_model", &ShardProvenance::cpu_model, 4, true},
-    Field{"blas_core", &ShardProvenance::blas_core, 4, true},
+    ProvenanceField{"launch_id", &ShardProvenance::launch_id, 3},
+    ProvenanceField{"salvaged_from", &ShardProvenance::salvaged_from, 3},
+    ProvenanceField{"cpu_model", &ShardProvenance::cpu_model, 4, true},
+    ProvenanceField{"blas_core", &ShardProvenance::blas_core, 4, true},
 };
 
 #undef KV_PROV
@@ -130,7 +130,7 @@ void fill_process_provenance(ShardProvenance& p) {
 }
 
 void write_provenance(hid_t file_id, const ShardProvenance& p, const std::string& file) {
-  for (const Field& field : kFields) {
+  for (const ProvenanceField& field : kProvenanceFields) {
     std::visit(
         [&](auto member) {
           using T = std::remove_cvref_t<decltype(p.*member)>;
@@ -156,7 +156,7 @@ ShardProvenance read_provenance(hid_t file_id, const std::string& file) {
                      std::to_string(kOldestReadableSchemaVersion) + " to " +
                      std::to_string(kSchemaVersion) + ")");
   }
-  for (const Field& field : kFields) {
+  for (const ProvenanceField& field : kProvenanceFields) {
     if (version < field.since_version) continue;
     if (field.optional && H5Aexists(file_id, field.name) <= 0) continue;
     std::visit(
@@ -183,8 +183,8 @@ ShardProvenance read_provenance(hid_t file_id, const std::string& file) {
 
 std::vector<std::pair<std::string, std::string>> provenance_items(const ShardProvenance& p) {
   std::vector<std::pair<std::string, std::string>> items;
-  items.reserve(kFields.size());
-  for (const Field& field : kFields) {
+  items.reserve(kProvenanceFields.size());
+  for (const ProvenanceField& field : kProvenanceFields) {
     std::visit(
         [&](auto member) {
           using T = std::remove_cvref_t<decltype(p.*member)>;

@@ -52,8 +52,6 @@ void cluster_bootstrap_interval(const AnalysisContext& ctx, RowAcc& acc, double 
   acc.row.interval = "cluster-bootstrap";
 }
 
-Value finite(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
-
 }  // namespace
 
 void hoeffding_interval(double mean, std::int64_t n, double a, double& lower, double& upper) {
@@ -181,8 +179,9 @@ std::vector<Table> accuracy_tables(const AnalysisContext& ctx, const Accuracy& a
       t.rows.push_back({ctx.label(Dim::model, r.model), ctx.label(Dim::backend, r.backend),
                         ctx.label(Dim::benchmark, r.benchmark), ctx.frame.tasks[r.task].name,
                         ctx.label(Dim::protocol, r.protocol), ctx.label(Dim::method, r.method),
-                        ctx.label(Dim::budget, r.budget), r.n, finite(r.mean), finite(r.lower),
-                        finite(r.upper), r.interval, r.excluded, r.failed, r.missing, r.partial()});
+                        ctx.label(Dim::budget, r.budget), r.n, finite_or_empty(r.mean),
+                        finite_or_empty(r.lower), finite_or_empty(r.upper), r.interval, r.excluded,
+                        r.failed, r.missing, r.partial()});
     }
     add_family_attributes(t, acc.family);
     t.add_attribute("interval", std::string("two-sided at 1 - alpha/m: Clopper-Pearson (0/1 "
@@ -212,8 +211,8 @@ std::vector<Table> accuracy_tables(const AnalysisContext& ctx, const Accuracy& a
       t.rows.push_back({ctx.label(Dim::model, r.model), ctx.label(Dim::backend, r.backend),
                         ctx.label(Dim::benchmark, r.benchmark),
                         ctx.label(Dim::protocol, r.protocol), ctx.label(Dim::method, r.method),
-                        ctx.label(Dim::budget, r.budget), r.n, finite(r.mean),
-                        finite(r.realised_retention), r.partial});
+                        ctx.label(Dim::budget, r.budget), r.n, finite_or_empty(r.mean),
+                        finite_or_empty(r.realised_retention), r.partial});
     }
     t.write_latex = t.rows.size() <= 400;
     out.push_back(std::move(t));

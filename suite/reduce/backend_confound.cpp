@@ -12,7 +12,7 @@
 namespace kvaudit::reduce {
 namespace {
 
-struct MeanAcc {
+struct BackendMean {
   double sum = 0;
   std::int64_t n = 0;
   bool unusable = false;
@@ -40,7 +40,7 @@ BackendConfound compute_backend_confound(const AnalysisContext& ctx) {
   // Method means per (model, benchmark, protocol, budget, method, backend).
   std::map<std::tuple<std::uint16_t, std::uint16_t, std::uint8_t, std::uint16_t, std::int16_t,
                       std::uint8_t>,
-           MeanAcc>
+           BackendMean>
       means;
   for (const FrameCell& c : f.cells) {
     if (c.method < 0) {
@@ -50,7 +50,7 @@ BackendConfound compute_backend_confound(const AnalysisContext& ctx) {
       pairs.add({c.model, c.benchmark, c.protocol}, c, f.cells[*partner]);
       continue;
     }
-    MeanAcc& acc = means[{c.model, c.benchmark, c.protocol, c.budget, c.method, c.backend}];
+    BackendMean& acc = means[{c.model, c.benchmark, c.protocol, c.budget, c.method, c.backend}];
     if (c.state == CellState::ok) {
       acc.sum += c.score;
       ++acc.n;
@@ -124,7 +124,7 @@ BackendConfound compute_backend_confound(const AnalysisContext& ctx) {
 
   // Ranking agreement per (model, benchmark, protocol, budget).
   std::map<std::tuple<std::uint16_t, std::uint16_t, std::uint8_t, std::uint16_t>,
-           std::map<std::int16_t, std::pair<const MeanAcc*, const MeanAcc*>>>
+           std::map<std::int16_t, std::pair<const BackendMean*, const BackendMean*>>>
       groups;
   for (const auto& [key, acc] : means) {
     const auto& [model, benchmark, protocol, budget, method, backend] = key;

@@ -8,14 +8,15 @@
 namespace kvaudit::reduce {
 namespace {
 
-using GroupKey = std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uint8_t, std::uint16_t,
-                            std::uint32_t>;  // model backend bench proto budget task
+using BaselineGroupKey =
+    std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uint8_t, std::uint16_t,
+               std::uint32_t>;  // model backend bench proto budget task
 
-GroupKey group_of(const FrameCell& c) {
+BaselineGroupKey group_of(const FrameCell& c) {
   return {c.model, c.backend, c.benchmark, c.protocol, c.budget, c.task};
 }
 
-struct MeanAcc {
+struct ScoreMean {
   double sum = 0;
   std::int64_t n = 0;
   bool unusable = false;
@@ -26,10 +27,10 @@ struct MeanAcc {
 BaselineWins compute_baseline_wins(const AnalysisContext& ctx) {
   const StudyFrame& f = ctx.frame;
   // Baseline means per group.
-  std::map<GroupKey, std::map<std::int16_t, MeanAcc>> baseline_means;
+  std::map<BaselineGroupKey, std::map<std::int16_t, ScoreMean>> baseline_means;
   for (const FrameCell& c : f.cells) {
     if (!f.is_trivial_baseline(c)) continue;
-    MeanAcc& acc = baseline_means[group_of(c)][c.method];
+    ScoreMean& acc = baseline_means[group_of(c)][c.method];
     if (c.state == CellState::ok) {
       acc.sum += c.score;
       ++acc.n;
@@ -38,7 +39,7 @@ BaselineWins compute_baseline_wins(const AnalysisContext& ctx) {
     }
   }
   BaselineWins out;
-  std::map<GroupKey, std::size_t> choice_of;
+  std::map<BaselineGroupKey, std::size_t> choice_of;
   for (const auto& [key, per_method] : baseline_means) {
     BaselineChoice ch;
     std::tie(ch.model, ch.backend, ch.benchmark, ch.protocol, ch.budget, ch.task) = key;

@@ -41,8 +41,6 @@ struct Request {
   std::int64_t instance;
 };
 
-Value finite(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
-
 std::string risks_text(const manifest::Certification& block) {
   std::string s;
   for (const auto& r : block.risks) s += (s.empty() ? "" : "+") + r;
@@ -413,8 +411,8 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
         const auto& pt = r.plug_in_test;
         r_.push_back(loss ? Value{r.selected ? r.candidates[*r.selected].mean_loss : 0.0}
                           : Value{});
-        r_.push_back(loss && st ? finite(st->mean_loss) : Value{});
-        r_.push_back(loss && pt ? finite(pt->mean_loss) : Value{});
+        r_.push_back(loss && st ? finite_or_empty(st->mean_loss) : Value{});
+        r_.push_back(loss && pt ? finite_or_empty(pt->mean_loss) : Value{});
         if (run.sequential) {
           std::int64_t used = 0;
           for (const auto& c : run.sequential->candidates) used += c.requests_used;
@@ -527,9 +525,9 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
         const auto& c = run.result.candidates[j];
         if (!kinds) {
           t.rows.push_back({block.name, ctx.label(Dim::model, run.model),
-                            static_cast<std::int64_t>(j + 1), c.id, finite(run.retention[j]),
-                            c.violations, c.empirical_risk, c.p_value, c.tested, c.certified,
-                            run.test_violations[j],
+                            static_cast<std::int64_t>(j + 1), c.id,
+                            finite_or_empty(run.retention[j]), c.violations, c.empirical_risk,
+                            c.p_value, c.tested, c.certified, run.test_violations[j],
                             test_n > 0 ? Value{static_cast<double>(run.test_violations[j]) /
                                                static_cast<double>(test_n)}
                                        : Value{},
@@ -542,29 +540,30 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
           seq_decision = sequential_decision_text(sc);
           seq_requests = sc.requests_used;
         }
-        t.rows.push_back({block.name,
-                          ctx.label(Dim::model, run.model),
-                          static_cast<std::int64_t>(j + 1),
-                          c.id,
-                          finite(run.retention[j]),
-                          v(c.violations),
-                          v(c.empirical_risk),
-                          c.p_value,
-                          finite(c.p_violation),
-                          finite(c.p_mean_loss),
-                          finite(c.mean_loss),
-                          c.worst_task,
-                          finite(c.level),
-                          c.tested,
-                          c.certified,
-                          v(run.test_violations[j]),
-                          v(test_n > 0 ? Value{static_cast<double>(run.test_violations[j]) /
-                                               static_cast<double>(test_n)}
-                                       : Value{}),
-                          j < run.test_mean_loss.size() ? finite(run.test_mean_loss[j]) : Value{},
-                          seq_decision,
-                          seq_requests,
-                          run.partial});
+        t.rows.push_back(
+            {block.name,
+             ctx.label(Dim::model, run.model),
+             static_cast<std::int64_t>(j + 1),
+             c.id,
+             finite_or_empty(run.retention[j]),
+             v(c.violations),
+             v(c.empirical_risk),
+             c.p_value,
+             finite_or_empty(c.p_violation),
+             finite_or_empty(c.p_mean_loss),
+             finite_or_empty(c.mean_loss),
+             c.worst_task,
+             finite_or_empty(c.level),
+             c.tested,
+             c.certified,
+             v(run.test_violations[j]),
+             v(test_n > 0 ? Value{static_cast<double>(run.test_violations[j]) /
+                                  static_cast<double>(test_n)}
+                          : Value{}),
+             j < run.test_mean_loss.size() ? finite_or_empty(run.test_mean_loss[j]) : Value{},
+             seq_decision,
+             seq_requests,
+             run.partial});
       }
     }
     t.markdown_row_limit = 80;
@@ -612,7 +611,7 @@ std::vector<Table> certification_tables(const AnalysisContext& ctx, const Certif
         if (kinds) {
           if (!block.has_risk("violation"))  // descriptive counts at τ = 0 would mislead
             for (std::size_t i : {4u, 6u, 7u, 8u}) row[i] = Value{};
-          row.insert(row.end(), {finite(tr.mean_loss), guarantee_text(block)});
+          row.insert(row.end(), {finite_or_empty(tr.mean_loss), guarantee_text(block)});
         }
         row.push_back(run.partial);
         t.rows.push_back(std::move(row));

@@ -15,8 +15,9 @@
 namespace kvaudit::reduce {
 namespace {
 
-using GroupKey = std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uint8_t, std::int16_t,
-                            std::uint16_t>;  // model, backend, benchmark, protocol, method, budget
+using CostGroupKey =
+    std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uint8_t, std::int16_t,
+               std::uint16_t>;  // model, backend, benchmark, protocol, method, budget
 using PanelKey = std::tuple<std::uint16_t, std::uint8_t, std::uint16_t, std::uint8_t>;
 
 struct GroupSums {
@@ -27,8 +28,6 @@ struct GroupSums {
   std::set<std::string> devices;
   std::set<std::int32_t> threads;
 };
-
-Value finite(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
 
 // A record carries costs when its prefill share was measured (every cell the fan-out ran has one;
 // records of schema versions before 5 have NaN).
@@ -80,7 +79,7 @@ std::string shared_cost_names(std::uint32_t bits) {
 }
 
 CostAnalysis compute_costs(const AnalysisContext& ctx) {
-  std::map<GroupKey, GroupSums> groups;
+  std::map<CostGroupKey, GroupSums> groups;
   CostAnalysis out;
   for (const FrameCell& c : ctx.frame.cells) {
     GroupSums& g = groups[{c.model, c.backend, c.benchmark, c.protocol, c.method, c.budget}];
@@ -209,11 +208,11 @@ std::vector<Table> cost_tables(const AnalysisContext& ctx, const CostAnalysis& c
                            ctx.label(Dim::budget, r.budget),
                            r.n,
                            r.n_costed,
-                           finite(r.accuracy),
-                           finite(r.kept_bytes),
-                           finite(r.peak_kv_bytes),
-                           finite(r.total_ms)};
-    for (const double step : r.step_ms) row.push_back(finite(step));
+                           finite_or_empty(r.accuracy),
+                           finite_or_empty(r.kept_bytes),
+                           finite_or_empty(r.peak_kv_bytes),
+                           finite_or_empty(r.total_ms)};
+    for (const double step : r.step_ms) row.push_back(finite_or_empty(step));
     row.emplace_back(r.front_bytes);
     row.emplace_back(r.front_time);
     row.emplace_back(shared_cost_names(r.shared_costs));

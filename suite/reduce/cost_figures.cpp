@@ -31,7 +31,6 @@ std::string number(double v) {
 
 // The same colour per method as figures.cpp (line type = method index + 2; full KV 1), and a
 // point type per method so that methods stay apart in print.
-int line_type(std::int16_t method) { return method < 0 ? 1 : method + 2; }
 int point_type(std::int16_t method) {
   static constexpr int kPointTypes[] = {5, 7, 9, 11, 13, 4, 6, 8, 10, 12, 14, 1, 2, 3};
   return kPointTypes[static_cast<std::size_t>(std::max<std::int16_t>(method, 0)) %
@@ -136,8 +135,8 @@ std::vector<Figure> build_cost_figures(const AnalysisContext& ctx, const CostAna
           data << "\n\n";
           const std::string style =
               method < 0 ? "with points pt 3 ps 2.5 lw 2 lc rgb 'black' title 'full KV'"
-                         : "with linespoints lt " + std::to_string(line_type(method)) + " pt " +
-                               std::to_string(point_type(method)) + " ps 1.4 lw 2 title " +
+                         : "with linespoints lt " + std::to_string(method_line_type(method)) +
+                               " pt " + std::to_string(point_type(method)) + " ps 1.4 lw 2 title " +
                                quoted(ctx.label(Dim::method, method));
           clauses += (clauses.empty() ? "" : ", \\\n     ") + file + " index " +
                      std::to_string(index) + " using 1:2 " + style;

@@ -10,7 +10,7 @@
 namespace kvaudit::reduce {
 namespace {
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
+std::string join_with(const std::vector<std::string>& v, const char* sep) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
   return out;
@@ -47,11 +47,11 @@ ResolvedFamily resolve_family(const std::vector<LockedFamily>& families, double 
     r.m = std::max<std::int64_t>(f.m, 1);
     r.alpha = f.alpha;
     r.declared = true;
-    r.note = "declared in the manifest over " + join(f.over, " x ") + "; m from the lock";
+    r.note = "declared in the manifest over " + join_with(f.over, " x ") + "; m from the lock";
     std::vector<std::string> outside;
     for (const auto& d : row_dims)
       if (std::find(f.over.begin(), f.over.end(), d) == f.over.end()) outside.push_back(d);
-    if (!outside.empty()) r.note += "; one family instance per " + join(outside, " x ");
+    if (!outside.empty()) r.note += "; one family instance per " + join_with(outside, " x ");
     if (declared.size() > 1)
       r.note += "; " + std::to_string(declared.size() - 1) +
                 " further family declared for this analysis is not used by this table";
@@ -63,14 +63,14 @@ ResolvedFamily resolve_family(const std::vector<LockedFamily>& families, double 
   r.alpha = alpha;
   r.declared = false;
   r.note = "not declared in the manifest: the family is this table's " +
-           std::to_string(expected_rows) + " rows (" + join(row_dims, " x ") + ")";
+           std::to_string(expected_rows) + " rows (" + join_with(row_dims, " x ") + ")";
   return r;
 }
 
 void add_family_attributes(Table& table, const ResolvedFamily& family) {
   table.add_attribute("family", family.name);
   table.add_attribute("family_declared", family.declared ? "true" : "false");
-  table.add_attribute("family_over", join(family.over, ","));
+  table.add_attribute("family_over", join_with(family.over, ","));
   table.add_attribute("m", std::to_string(family.m));
   table.add_attribute("alpha", format_exact(family.alpha));
   table.add_attribute("per_comparison_alpha", format_exact(family.per_comparison_alpha()));

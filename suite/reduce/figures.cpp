@@ -31,8 +31,6 @@ std::string num(double v) {
   return buf;
 }
 
-int line_type(std::int16_t method) { return method < 0 ? 1 : method + 2; }
-
 // The procedure of a certification block as a legend shows it.
 std::string short_procedure(const manifest::Certification& block) {
   if (block.procedure == "fixed_sequence") return block.sequential ? "sequential" : "fixed seq.";
@@ -104,8 +102,8 @@ std::vector<Figure> build_figures(const AnalysisContext& ctx, const Accuracy& ac
         data << "\n";
       }
       data << "\n\n";
-      const int lt =
-          line_type(static_cast<std::int16_t>(m.find_method(block.method) - m.methods.data()));
+      const int lt = method_line_type(
+          static_cast<std::int16_t>(m.find_method(block.method) - m.methods.data()));
       // The legend names the contract kind of a block that is not the original contract.
       std::string label = block.method;
       if (kind)
@@ -239,7 +237,7 @@ std::vector<Figure> build_figures(const AnalysisContext& ctx, const Accuracy& ac
       data << "\n\n";
       clauses += (clauses.empty() ? "" : ", \\\n     ") + q(f.name + ".dat") + " index " +
                  std::to_string(index) + " using 1:2:3:4 with yerrorlines lt " +
-                 std::to_string(line_type(static_cast<std::int16_t>(method))) + " title " +
+                 std::to_string(method_line_type(static_cast<std::int16_t>(method))) + " title " +
                  q(ctx.label(Dim::method, method));
       ++index;
     }
@@ -302,7 +300,7 @@ std::vector<Figure> build_figures(const AnalysisContext& ctx, const Accuracy& ac
         data << "\n\n";
         clauses += (clauses.empty() ? "" : ", \\\n     ") + q(f.name + ".dat") + " index " +
                    std::to_string(index) + " using 1:2 with linespoints lt " +
-                   std::to_string(line_type(method)) + " title " +
+                   std::to_string(method_line_type(method)) + " title " +
                    q(ctx.label(Dim::method, method));
         ++index;
       }

@@ -10,6 +10,7 @@
 // Every method keeps its colour (line type = method index) across figures.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -35,5 +36,8 @@ std::vector<Figure> build_figures(const AnalysisContext& ctx, const Accuracy& ac
 
 // A file-name-safe form of a name ("Llama-3.1 8B" -> "llama-3.1_8b").
 std::string file_stem(const std::string& name);
+
+// A method's gnuplot line type, the same in every figure (full KV, method −1, is 1).
+inline int method_line_type(std::int16_t method) { return method < 0 ? 1 : method + 2; }
 
 }  // namespace kvaudit::reduce

@@ -31,7 +31,7 @@ std::string p_text(const std::string& s) {
   return "$" + mantissa + "\\times 10^{" + std::to_string(exponent) + "}$";
 }
 
-std::string cell_text(const Column& c, const Value& v) {
+std::string latex_cell_text(const Column& c, const Value& v) {
   if (std::holds_alternative<std::monostate>(v)) return "---";
   if (const auto* s = std::get_if<std::string>(&v)) return latex_escape(*s);
   if (const auto* n = std::get_if<std::int64_t>(&v)) return number_text(std::to_string(*n));
@@ -142,7 +142,7 @@ void write_latex(std::ostream& out, const Table& t) {
       is_partial = b != nullptr && *b;
     }
     for (std::size_t k = 0; k < cols.size(); ++k) {
-      out << (k ? " & " : "") << cell_text(t.columns[cols[k]], row[cols[k]]);
+      out << (k ? " & " : "") << latex_cell_text(t.columns[cols[k]], row[cols[k]]);
       if (k == 0 && is_partial) out << "$^\\dagger$";
     }
     out << " \\\\\n";

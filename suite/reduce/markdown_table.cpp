@@ -4,7 +4,7 @@
 namespace kvaudit::reduce {
 namespace {
 
-std::string cell_text(const Column& c, const Value& v) {
+std::string markdown_cell_text(const Column& c, const Value& v) {
   if (std::holds_alternative<std::monostate>(v)) return "—";
   if (const auto* s = std::get_if<std::string>(&v)) return markdown_escape(*s);
   if (const auto* n = std::get_if<std::int64_t>(&v)) return std::to_string(*n);
@@ -65,7 +65,7 @@ void write_markdown_table(std::ostream& out, const Table& t, const std::string& 
     }
     out << "|";
     for (std::size_t k = 0; k < cols.size(); ++k) {
-      out << " " << cell_text(t.columns[cols[k]], row[cols[k]]);
+      out << " " << markdown_cell_text(t.columns[cols[k]], row[cols[k]]);
       if (k == 0 && is_partial) out << " †";
       out << " |";
     }

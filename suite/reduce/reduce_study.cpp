@@ -53,12 +53,6 @@ void write_stream(const std::filesystem::path& path, Fn fn) {
   if (!out) throw InternalError("cannot write " + path.string());
 }
 
-const Table* find_table(const std::vector<Table>& tables, const std::string& id) {
-  for (const auto& t : tables)
-    if (t.id == id) return &t;
-  return nullptr;
-}
-
 }  // namespace
 
 ReduceResult reduce_study(const ReduceOptions& options) {

@@ -12,12 +12,6 @@
 namespace kvaudit::reduce {
 namespace {
 
-const Table* find_table(const std::vector<Table>& tables, const std::string& id) {
-  for (const auto& t : tables)
-    if (t.id == id) return &t;
-  return nullptr;
-}
-
 // Typed, formatted access to a table's cells by column name.
 class Cells {
  public:
@@ -102,7 +96,7 @@ std::string plural(std::size_t n, const std::string& one, const std::string& man
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-std::string join(const std::vector<std::string>& parts) {
+std::string join_as_list(const std::vector<std::string>& parts) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i)
     out += (i == 0                  ? ""
@@ -172,7 +166,7 @@ void baseline_sentences(const Table& t, std::vector<SummarySentence>& out) {
       s += std::to_string(winners.size()) + " of " + plural(p.methods.size(), "method", "methods") +
            " beat the best-of-3 trivial baseline (a family interval of Δ entirely above 0) in at "
            "least one (model, backend, benchmark, budget) row: " +
-           join(winners);
+           join_as_list(winners);
     }
     if (p.empty > 0)
       s += "; " + std::to_string(p.empty) + " of the " + plural(p.rows, "row has", "rows have") +

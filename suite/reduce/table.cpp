@@ -54,6 +54,12 @@ std::string format_fixed(double v, int digits) {
   return s;
 }
 
+const Table* find_table(const std::vector<Table>& tables, const std::string& id) {
+  for (const auto& t : tables)
+    if (t.id == id) return &t;
+  return nullptr;
+}
+
 std::string format_exact(double v) {
   if (!std::isfinite(v)) return "";
   char buf[64];

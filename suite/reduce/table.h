@@ -4,6 +4,7 @@
 // (report.md), summary_h5.h (a compound dataset per table with the metadata as attributes).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -25,6 +26,9 @@ struct Column {
 
 // monostate = not applicable (NaN / empty in CSV, "—" in Markdown and LaTeX).
 using Value = std::variant<std::monostate, std::string, std::int64_t, double, bool>;
+
+// v, or monostate (not applicable) when v is NaN or infinite.
+inline Value finite_or_empty(double v) { return std::isfinite(v) ? Value{v} : Value{}; }
 
 struct Table {
   std::string id;           // file stem and HDF5 dataset name: [a-z0-9_]
@@ -50,6 +54,9 @@ struct Table {
   // Number of rows flagged partial.
   std::size_t partial_rows() const;
 };
+
+// The table with this id, or nullptr.
+const Table* find_table(const std::vector<Table>& tables, const std::string& id);
 
 // The note under every table with reuse rows (docs/design/reuse.md §Reduce).
 inline constexpr const char* kReuseIntervalNote =

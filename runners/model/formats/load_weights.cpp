@@ -21,7 +21,7 @@ namespace {
 
 using Shape = std::vector<std::int64_t>;
 
-std::string shape_text(const Shape& shape) {
+std::string weight_shape_text(const Shape& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
@@ -31,8 +31,8 @@ void check_shape(const std::string& file, const std::string& tensor, const Shape
                  const Shape& actual) {
   if (expected != actual)
     throw ModelInputError(file + ": tensor '" + tensor + "': expected shape " +
-                          shape_text(expected) + " (from the model config), found " +
-                          shape_text(actual));
+                          weight_shape_text(expected) + " (from the model config), found " +
+                          weight_shape_text(actual));
 }
 
 // The shapes every source format must match, in PyTorch order.

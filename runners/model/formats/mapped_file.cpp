@@ -17,7 +17,7 @@ namespace kvaudit::model {
 
 namespace {
 
-[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what) {
+[[noreturn]] void fail_mapped(const std::filesystem::path& path, const std::string& what) {
   throw ModelInputError(path.string() + ": " + what);
 }
 
@@ -42,23 +42,23 @@ MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) {
     if (ec && ec != std::errc::no_such_file_or_directory)
-      fail(path, "cannot open (" + ec.message() + ")");
-    fail(path, "file does not exist");
+      fail_mapped(path, "cannot open (" + ec.message() + ")");
+    fail_mapped(path, "file does not exist");
   }
-  if (std::filesystem::is_directory(status)) fail(path, "is a directory, expected a file");
-  if (!std::filesystem::is_regular_file(status)) fail(path, "is not a regular file");
+  if (std::filesystem::is_directory(status)) fail_mapped(path, "is a directory, expected a file");
+  if (!std::filesystem::is_regular_file(status)) fail_mapped(path, "is not a regular file");
 
   const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail(path, std::string("cannot open (") + std::strerror(errno) + ")");
+  if (fd.get() < 0) fail_mapped(path, std::string("cannot open (") + std::strerror(errno) + ")");
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0)
-    fail(path, std::string("cannot stat (") + std::strerror(errno) + ")");
-  if (st.st_size <= 0) fail(path, "file is empty");
+    fail_mapped(path, std::string("cannot stat (") + std::strerror(errno) + ")");
+  if (st.st_size <= 0) fail_mapped(path, "file is empty");
   size_ = static_cast<std::size_t>(st.st_size);
   void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.get(), 0);
   if (mapped == MAP_FAILED) {
     size_ = 0;
-    fail(path, std::string("cannot mmap (") + std::strerror(errno) + ")");
+    fail_mapped(path, std::string("cannot mmap (") + std::strerror(errno) + ")");
   }
   data_ = static_cast<const std::uint8_t*>(mapped);
 }

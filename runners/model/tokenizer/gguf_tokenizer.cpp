@@ -17,7 +17,8 @@ namespace {
 constexpr std::int32_t kTokenTypeControl = 3;
 constexpr std::int32_t kTokenTypeUserDefined = 4;
 
-[[noreturn]] void fail(const GgufFile& file, std::string_view key, const std::string& what) {
+[[noreturn]] void fail_metadata(const GgufFile& file, std::string_view key,
+                                const std::string& what) {
   throw ModelInputError(file.source() + ": metadata key '" + std::string(key) + "': " + what);
 }
 
@@ -29,8 +30,8 @@ const GgufPreTokenizer& find_pre_tokenizer(const GgufFile& file, const std::stri
   std::string known;
   for (const GgufPreTokenizer& p : table)
     known += (known.empty() ? "" : ", ") + std::string(p.name);
-  fail(file, "tokenizer.ggml.pre",
-       "unknown pre-tokenizer " + quote_for_message(name) + " (known: " + known + ")");
+  fail_metadata(file, "tokenizer.ggml.pre",
+                "unknown pre-tokenizer " + quote_for_message(name) + " (known: " + known + ")");
 }
 
 // A token id from an optional metadata key, checked against the token list.
@@ -39,9 +40,9 @@ std::optional<std::int32_t> optional_token_index(const GgufFile& file, std::stri
   const auto value = file.find_integer(key);
   if (!value) return std::nullopt;
   if (*value < 0 || static_cast<std::uint64_t>(*value) >= token_count) {
-    fail(file, key,
-         "id " + std::to_string(*value) + " is outside the " + std::to_string(token_count) +
-             " tokens");
+    fail_metadata(file, key,
+                  "id " + std::to_string(*value) + " is outside the " +
+                      std::to_string(token_count) + " tokens");
   }
   return static_cast<std::int32_t>(*value);
 }
@@ -51,28 +52,28 @@ std::optional<std::int32_t> optional_token_index(const GgufFile& file, std::stri
 BpeVocabulary gguf_bpe_vocabulary(const GgufFile& file) {
   const std::string model = file.get_string("tokenizer.ggml.model");
   if (model == "llama") {
-    fail(file, "tokenizer.ggml.model",
-         "'llama' (a SentencePiece vocabulary) is not supported from GGUF; load the model "
-         "directory's tokenizer.model instead");
+    fail_metadata(file, "tokenizer.ggml.model",
+                  "'llama' (a SentencePiece vocabulary) is not supported from GGUF; load the model "
+                  "directory's tokenizer.model instead");
   }
   if (model != "gpt2") {
-    fail(file, "tokenizer.ggml.model",
-         quote_for_message(model) + " is not supported (only 'gpt2', byte-level BPE)");
+    fail_metadata(file, "tokenizer.ggml.model",
+                  quote_for_message(model) + " is not supported (only 'gpt2', byte-level BPE)");
   }
   const std::vector<std::string> tokens = file.get_string_array("tokenizer.ggml.tokens");
-  if (tokens.empty()) fail(file, "tokenizer.ggml.tokens", "the token list is empty");
+  if (tokens.empty()) fail_metadata(file, "tokenizer.ggml.tokens", "the token list is empty");
   std::vector<std::int32_t> types;
   if (file.has("tokenizer.ggml.token_type")) {
     types = file.get_i32_array("tokenizer.ggml.token_type");
     if (types.size() != tokens.size()) {
-      fail(file, "tokenizer.ggml.token_type",
-           std::to_string(types.size()) + " entries for " + std::to_string(tokens.size()) +
-               " tokens");
+      fail_metadata(file, "tokenizer.ggml.token_type",
+                    std::to_string(types.size()) + " entries for " + std::to_string(tokens.size()) +
+                        " tokens");
     }
   }
   if (!file.has("tokenizer.ggml.merges")) {
-    fail(file, "tokenizer.ggml.merges",
-         "is missing (merges derived from scores are not supported)");
+    fail_metadata(file, "tokenizer.ggml.merges",
+                  "is missing (merges derived from scores are not supported)");
   }
   const std::vector<std::string> merges = file.get_string_array("tokenizer.ggml.merges");
 
@@ -86,7 +87,7 @@ BpeVocabulary gguf_bpe_vocabulary(const GgufFile& file) {
   vocab.reserve(tokens.size());
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     if (const auto bad = first_invalid_utf8_offset(tokens[i])) {
-      fail(
+      fail_metadata(
           file, "tokenizer.ggml.tokens",
           "token " + std::to_string(i) + " is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
     }
@@ -103,9 +104,9 @@ BpeVocabulary gguf_bpe_vocabulary(const GgufFile& file) {
     const std::string& line = merges[i];
     const std::size_t space = line.find(' ');
     if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-      fail(file, "tokenizer.ggml.merges",
-           "entry " + std::to_string(i) + ", " + quote_for_message(line) +
-               ", is not two tokens separated by one space");
+      fail_metadata(file, "tokenizer.ggml.merges",
+                    "entry " + std::to_string(i) + ", " + quote_for_message(line) +
+                        ", is not two tokens separated by one space");
     }
     v.merges.emplace_back(line.substr(0, space), line.substr(space + 1));
   }

@@ -22,15 +22,16 @@ json read_json_file(const std::filesystem::path& path) {
       std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), path.string());
 }
 
-[[noreturn]] void fail(const std::string& source, const std::string& path,
-                       const std::string& what) {
+[[noreturn]] void fail_config(const std::string& source, const std::string& path,
+                              const std::string& what) {
   throw ModelInputError(source + ": " + path + ": " + what);
 }
 
 std::optional<bool> optional_bool(const json& root, const char* key, const std::string& source) {
   const auto it = root.find(key);
   if (it == root.end() || it->is_null()) return std::nullopt;
-  if (!it->is_boolean()) fail(source, key, "expected a boolean, found " + json_type_name(*it));
+  if (!it->is_boolean())
+    fail_config(source, key, "expected a boolean, found " + json_type_name(*it));
   return it->get<bool>();
 }
 
@@ -43,10 +44,10 @@ std::optional<std::string> optional_token(const json& root, const char* key,
   if (it->is_object()) {
     const auto content = it->find("content");
     if (content != it->end() && content->is_string()) return content->get<std::string>();
-    fail(source, std::string(key) + ".content", "expected a string");
+    fail_config(source, std::string(key) + ".content", "expected a string");
   }
-  fail(source, key,
-       "expected a string or an object with \"content\", found " + json_type_name(*it));
+  fail_config(source, key,
+              "expected a string or an object with \"content\", found " + json_type_name(*it));
 }
 
 // chat_template: a string, or a list of {name, template} whose "default" entry is the template.
@@ -55,30 +56,31 @@ std::optional<std::string> optional_chat_template(const json& root, const std::s
   if (it == root.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) return it->get<std::string>();
   if (!it->is_array()) {
-    fail(source, "chat_template", "expected a string or a list, found " + json_type_name(*it));
+    fail_config(source, "chat_template",
+                "expected a string or a list, found " + json_type_name(*it));
   }
   for (const auto& named : *it) {
     if (named.is_object() && named.value("name", json()) == "default") {
       const auto text = named.find("template");
       if (text == named.end() || !text->is_string()) {
-        fail(source, "chat_template[default].template", "expected a string");
+        fail_config(source, "chat_template[default].template", "expected a string");
       }
       return text->get<std::string>();
     }
   }
-  fail(source, "chat_template", "a list without a \"default\" entry");
+  fail_config(source, "chat_template", "a list without a \"default\" entry");
 }
 
 std::int32_t token_id(const json& value, const std::string& source, const std::string& path) {
   if (!value.is_number_integer())
-    fail(source, path, "expected an integer, found " + json_type_name(value));
+    fail_config(source, path, "expected an integer, found " + json_type_name(value));
   const bool in_range =
       value.is_number_unsigned()
           ? value.get<std::uint64_t>() <=
                 static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max())
           : value.get<std::int64_t>() >= 0 &&
                 value.get<std::int64_t>() <= std::numeric_limits<std::int32_t>::max();
-  if (!in_range) fail(source, path, "id " + value.dump() + " is outside [0, 2147483647]");
+  if (!in_range) fail_config(source, path, "id " + value.dump() + " is outside [0, 2147483647]");
   return static_cast<std::int32_t>(value.get<std::int64_t>());
 }
 
@@ -93,7 +95,7 @@ std::optional<HfTokenizerConfig> read_hf_tokenizer_config(const std::filesystem:
   config.source = path.string();
   const std::string& source = config.source;
   if (!root.is_object())
-    fail(source, "(top level)", "expected an object, found " + json_type_name(root));
+    fail_config(source, "(top level)", "expected an object, found " + json_type_name(root));
   config.add_bos_token = optional_bool(root, "add_bos_token", source);
   config.add_eos_token = optional_bool(root, "add_eos_token", source);
   config.legacy = optional_bool(root, "legacy", source);
@@ -105,7 +107,8 @@ std::optional<HfTokenizerConfig> read_hf_tokenizer_config(const std::filesystem:
   const auto added = root.find("added_tokens_decoder");
   if (added != root.end() && !added->is_null()) {
     if (!added->is_object()) {
-      fail(source, "added_tokens_decoder", "expected an object, found " + json_type_name(*added));
+      fail_config(source, "added_tokens_decoder",
+                  "expected an object, found " + json_type_name(*added));
     }
     for (auto item = added->begin(); item != added->end(); ++item) {
       const std::string& key = item.key();
@@ -114,23 +117,23 @@ std::optional<HfTokenizerConfig> read_hf_tokenizer_config(const std::filesystem:
       std::int32_t id = -1;
       const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
       if (error != std::errc() || end != key.data() + key.size() || id < 0) {
-        fail(source, path_prefix, "the key is not a token id");
+        fail_config(source, path_prefix, "the key is not a token id");
       }
       if (!entry.is_object())
-        fail(source, path_prefix, "expected an object, found " + json_type_name(entry));
+        fail_config(source, path_prefix, "expected an object, found " + json_type_name(entry));
       AddedToken token;
       token.id = id;
       const auto content = entry.find("content");
       if (content == entry.end() || !content->is_string()) {
-        fail(source, path_prefix + ".content", "expected a string");
+        fail_config(source, path_prefix + ".content", "expected a string");
       }
       token.content = content->get<std::string>();
       const auto flag = [&](const char* name, bool fallback) {
         const auto it = entry.find(name);
         if (it == entry.end() || it->is_null()) return fallback;
         if (!it->is_boolean()) {
-          fail(source, path_prefix + "." + name,
-               "expected a boolean, found " + json_type_name(*it));
+          fail_config(source, path_prefix + "." + name,
+                      "expected a boolean, found " + json_type_name(*it));
         }
         return it->get<bool>();
       };
@@ -154,7 +157,7 @@ std::vector<std::int32_t> read_generation_eos_ids(const std::filesystem::path& d
   const json root = read_json_file(path);
   const std::string source = path.string();
   if (!root.is_object())
-    fail(source, "(top level)", "expected an object, found " + json_type_name(root));
+    fail_config(source, "(top level)", "expected an object, found " + json_type_name(root));
   const auto it = root.find("eos_token_id");
   if (it == root.end() || it->is_null()) return {};
   std::vector<std::int32_t> ids;

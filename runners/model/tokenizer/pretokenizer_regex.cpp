@@ -169,3 +169,6 @@ void PretokenizerRegex::split(std::string_view text, std::vector<std::string_vie
 }
 
 }  // namespace kvaudit::model
+
+// The code-unit width pcre2.h was included with, undefined so that it stays private to this file.
+#undef PCRE2_CODE_UNIT_WIDTH
