@@ -31,7 +31,10 @@ void finish_linear_rows(float* y, std::size_t rows, std::size_t stride, std::siz
 template <typename Product>
 void for_each_output_slice(float* y, int rows, int in_features, int out_features,
                            std::span<const float> bias, Rounding rounding, Product&& product) {
-  const auto [threads, slice] = output_slices(rows, in_features, out_features);
+  // Plain locals, not a structured binding: clang before 16 cannot use one in an OpenMP region.
+  const OutputSlices slices = output_slices(rows, in_features, out_features);
+  const int threads = slices.threads;
+  const int slice = slices.slice;
 #pragma omp parallel for schedule(static, 1) num_threads(threads) if (threads > 1)
   for (int t = 0; t < threads; ++t) {
     const int first = t * slice;

@@ -58,8 +58,10 @@ RerunSummary rerun_cells(const reduce::LoadedStudy& study, const RerunOptions& o
     needed_models.insert(study.expansion.units[it->unit].model);
   }
   for (const auto& [name, path] : options.models) {
-    const auto it = std::find_if(m.models.begin(), m.models.end(),
-                                 [&](const manifest::Model& x) { return x.name == name; });
+    // An init-capture: clang before 16 cannot capture a structured binding.
+    const auto it =
+        std::find_if(m.models.begin(), m.models.end(),
+                     [&wanted = name](const manifest::Model& x) { return x.name == wanted; });
     if (it == m.models.end()) {
       throw InputError("--model " + name + "=…: the manifest has no model called '" + name + "'");
     }

@@ -2,6 +2,8 @@
 // directory, so reader tests build their inputs from named tensors.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -17,9 +19,11 @@ struct F32Tensor {
   std::vector<float> values;
 };
 
-// <temp>/<directory>/<name>, the directory created.
+// <temp>/<directory>-<pid>/<name>, the directory created. Per process, because ctest runs some
+// tests twice at once (plain and with the parser label), and both write the same names.
 inline std::filesystem::path scratch_file(const std::string& directory, const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / directory;
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / (directory + "-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir / name;
 }
