@@ -16,7 +16,6 @@
 // zero rows until M·N·K exceeds kSmallProduct: every row then goes through the blocked kernel,
 // whose result for a row does not depend on M (tests/cpu_runtime/linear_row_invariance_test.cpp).
 #include "runners/cpu/linear.h"
-#include "runners/cpu/linear_slices.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -25,6 +24,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "runners/cpu/linear_slices.h"
 #include "runners/cpu/shape_check.h"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -35,8 +35,6 @@ namespace {
 
 // Below this many multiply-adds a GEMM runs on one thread (fork/join would cost more).
 constexpr double kParallelWork = 1 << 18;
-// Slices are multiples of this many output features (whole sgemm register tiles).
-constexpr int kSliceAlign = 64;
 // Above this M·N·K OpenBLAS never takes its small-matrix path (its permit functions' bound); calls
 // at or below it are padded with zero rows just past it. Larger calls (lm_head, prefills) run as
 // they are: the blocked kernel's rows do not depend on M.

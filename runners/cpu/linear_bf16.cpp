@@ -46,10 +46,9 @@
 namespace kvaudit::cpu {
 namespace {
 
-constexpr int kBlock = 16;       // outputs per zmm register
-constexpr int kTileRows = 6;     // rows per register tile
-constexpr int kTileBlocks = 4;   // blocks of 16 outputs per register tile
-constexpr int kSliceAlign = 64;  // thread slices: whole tiles (as linear())
+constexpr int kBlock = 16;      // outputs per zmm register
+constexpr int kTileRows = 6;    // rows per register tile
+constexpr int kTileBlocks = 4;  // blocks of 16 outputs per register tile
 static_assert(kSliceAlign == kTileBlocks * kBlock);
 // dpbf16: packed weight bytes per cache panel (L2 is 1-2 MiB per core on AVX512-BF16 CPUs).
 constexpr std::size_t kPanelBytes = 512 * 1024;

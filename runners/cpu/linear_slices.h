@@ -11,8 +11,12 @@
 
 namespace kvaudit::cpu {
 
+// Thread slices are multiples of this many output features: whole register tiles of OpenBLAS's
+// sgemm and of linear_bf16's kernel.
+inline constexpr int kSliceAlign = 64;
+
 // How linear() and linear_bf16() split the output features over OpenMP threads: `threads`
-// contiguous slices of `slice` features (a multiple of 64, whole register tiles; the last may be
+// contiguous slices of `slice` features (a multiple of kSliceAlign; the last may be
 // shorter or empty), one thread inside a parallel region or below 2^18 multiply-adds.
 struct OutputSlices {
   int threads;

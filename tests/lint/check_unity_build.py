@@ -73,7 +73,7 @@ def anonymous_names(lines):
     return names
 
 
-def file_problems(path, shown, lines):
+def file_problems(shown, lines):
     problems = []
     defined = {}
     undefined = set()
@@ -134,7 +134,7 @@ def main():
             shown = os.path.relpath(path, root)
             with open(path, encoding="utf-8") as f:
                 lines = f.read().splitlines()
-            problems += file_problems(path, shown, lines)
+            problems += file_problems(shown, lines)
             for name, number, text, is_alias in anonymous_names(lines):
                 seen[name].append((shown, number, text, is_alias))
         for name, places in sorted(seen.items()):
