@@ -5,15 +5,15 @@
 //                                                top of its own 512-token prefilled context (16
 //                                                steps per iteration)
 // bf16:0 runs the model as loaded (f32); bf16:1 the same model cast to bf16
-// (runners/model/formats/bf16_cast.h, transformers' torch_dtype=bfloat16), whose GEMMs take the
-// AVX512-BF16 kernel where the CPU has it (KVAUDIT_CPU_BF16_KERNEL=0: the f32 sgemm path).
+// (runners/model/formats/bf16_cast.h, transformers' torch_dtype=bfloat16), whose GEMMs run
+// linear_bf16 (VDPBF16PS at the avx512bf16 level for small batches, fp32 FMA tiles otherwise).
 // Counter `tokens_per_s` = tokens processed per wall-clock second (prefill: prompt tokens; decode:
 // batch × steps). The model is read from $KVAUDIT_BENCH_MODEL (an HF directory or a .gguf file;
 // default models/smollm2-135m-instruct/SmolLM2-135M-Instruct.Q4_1.gguf, dequantized to f32).
 //
 //   build/bench/bench_cpu_runtime --benchmark_counters_tabular=true --benchmark_min_time=1
 // Threads: OMP_NUM_THREADS (one OpenMP pool: attention, element-wise, and the GEMMs as per-thread
-// slices); main() first makes sure OpenBLAS runs its fast kernels (runners/cpu/openblas_core.h).
+// slices); the instruction-set level is KVAUDIT_CPU_ISA's (runners/cpu/cpu_isa.h; same results).
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -27,7 +27,7 @@
 
 #include "runners/cpu/cpu_model.h"
 #include "runners/cpu/linear_bf16.h"
-#include "runners/cpu/openblas_core.h"
+#include "runners/cpu/cpu_isa.h"
 #include "runners/model/formats/bf16_cast.h"
 #include "runners/model/formats/load_weights.h"
 
@@ -171,14 +171,10 @@ BENCHMARK(BM_Decode)->Apply(decode_arguments)->Unit(benchmark::kMillisecond)->Us
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string core = kvaudit::cpu::ensure_fast_openblas_core(argv);
   benchmark::Initialize(&argc, argv);
-  benchmark::AddCustomContext("openblas_core", core);
+  benchmark::AddCustomContext("cpu_isa", kvaudit::cpu::describe_active_cpu_isa());
   benchmark::AddCustomContext("omp_max_threads", std::to_string(omp_get_max_threads()));
   benchmark::AddCustomContext("model", model_path());
-  benchmark::AddCustomContext("bf16_kernel", kvaudit::cpu::bf16_kernel_enabled()
-                                                 ? "avx512_bf16"
-                                                 : "off (f32 sgemm on bf16 values)");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -6,7 +6,7 @@
 // its share of any extra pass the method runs, extra_pass_seconds) and the kept entries. A plain
 // timed program.
 //
-//   OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=passive build/bench/bench_method_selection
+//   [KVAUDIT_CPU_ISA=avx2] OMP_WAIT_POLICY=passive build/bench/bench_method_selection
 //      [--context-tokens 2048] [--threshold 0.1] [--only id,id,...] [--artefacts DIR]
 // Wrappers get `scorer = snapkv` (kvpress defaults; `chunk` and `block` get knorm, since they
 // refuse window scorers over several chunks or blocks); think prunes half of each head's key
@@ -37,7 +37,7 @@
 #include "methods/catalog.h"
 #include "methods/method_factory.h"
 #include "runners/cpu/cpu_model.h"
-#include "runners/cpu/openblas_core.h"
+#include "runners/cpu/cpu_isa.h"
 #include "runners/model/formats/load_weights.h"
 #include "runners/model/tokenizer/tokenizer.h"
 #include "runners/unit/unit_runner.h"
@@ -224,8 +224,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kvaudit::cpu::ensure_fast_openblas_core(argv);
   try {
+    std::printf("CPU engine instruction-set level: %s\n",
+                kvaudit::cpu::describe_active_cpu_isa().c_str());
     return run(argc, argv);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "bench_method_selection: %s\n", error.what());

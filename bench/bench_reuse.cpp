@@ -6,7 +6,7 @@
 // (the per-question results are identical: tests/unit_runner/reuse_fan_out_test.cpp); the
 // counter records_per_cpu_hour = records / (wall seconds × OpenMP threads / 3600) compares them.
 //
-//   OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=passive build/bench/bench_reuse
+//   [KVAUDIT_CPU_ISA=avx2] OMP_WAIT_POLICY=passive build/bench/bench_reuse
 //
 // The model is $KVAUDIT_BENCH_MODEL, else the embedded SmolLM2 GGUF (the courier document of
 // courier_unit.h at $KVAUDIT_BENCH_CONTEXT tokens, default 1024, with its four questions); when
@@ -25,7 +25,7 @@
 #include "bench/courier_unit.h"
 #include "methods/method_factory.h"
 #include "runners/cpu/cpu_model.h"
-#include "runners/cpu/openblas_core.h"
+#include "runners/cpu/cpu_isa.h"
 #include "runners/model/formats/load_weights.h"
 #include "runners/model/tokenizer/tokenizer.h"
 #include "runners/unit/unit_runner.h"
@@ -186,9 +186,8 @@ BENCHMARK(BM_SeparateQueryAgnosticUnits)->Unit(benchmark::kSecond)->UseRealTime(
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string core = kvaudit::cpu::ensure_fast_openblas_core(argv);
   benchmark::Initialize(&argc, argv);
-  benchmark::AddCustomContext("openblas_core", core);
+  benchmark::AddCustomContext("cpu_isa", kvaudit::cpu::describe_active_cpu_isa());
   benchmark::AddCustomContext("omp_max_threads", std::to_string(omp_get_max_threads()));
   benchmark::AddCustomContext("model", setup().model_name);
   benchmark::AddCustomContext("context_tokens", std::to_string(setup().reuse_unit.context.size()));

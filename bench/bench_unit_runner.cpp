@@ -5,7 +5,7 @@
 // run of each route is long enough to need no repetition); it also checks that both routes gave
 // the same greedy outputs and kept entries, and says so.
 //
-//   OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=passive build/bench/bench_unit_runner
+//   [KVAUDIT_CPU_ISA=avx2] OMP_WAIT_POLICY=passive build/bench/bench_unit_runner
 //      [--context-tokens 2048] [--new-tokens 8] [--naive-cells N]
 // --naive-cells N times only N of the cells (evenly spread over the list, so both protocols and
 // all methods are sampled) through the naive route and scales its time to all cells (linear:
@@ -28,7 +28,7 @@
 #include "bench/courier_unit.h"
 #include "methods/method_factory.h"
 #include "runners/cpu/cpu_model.h"
-#include "runners/cpu/openblas_core.h"
+#include "runners/cpu/cpu_isa.h"
 #include "runners/model/formats/load_weights.h"
 #include "runners/model/tokenizer/tokenizer.h"
 #include "runners/unit/unit_runner.h"
@@ -164,8 +164,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  kvaudit::cpu::ensure_fast_openblas_core(argv);
   try {
+    std::printf("CPU engine instruction-set level: %s\n",
+                kvaudit::cpu::describe_active_cpu_isa().c_str());
     return run(argc, argv);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "bench_unit_runner: %s\n", error.what());

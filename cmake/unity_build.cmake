@@ -19,8 +19,7 @@ function(kvaudit_compile_alone directory)
 endfunction()
 
 # Rule 3: instruction-set clones.
-kvaudit_compile_alone(runners/cpu linear_bf16.cpp attention_math.cpp)
-kvaudit_compile_alone(methods reconstruction_attention.cpp)
+kvaudit_compile_alone(runners/cpu linear_bf16.cpp attention_math.cpp gemm_tiles.cpp)
 kvaudit_compile_alone(statistics rng.cpp bootstrap_plan.cpp)
 # Rule 2: `using namespace kvaudit::h5` at namespace scope (its generic names: File, Group, check).
 kvaudit_compile_alone(suite/artifacts report_comparison.cpp)

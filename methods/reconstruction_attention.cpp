@@ -9,24 +9,26 @@
 #include <stdexcept>
 
 #include "base/size_cast.h"
-#include "base/vector_clones.h"
 #include "methods/bf16_rounding.h"
 
 namespace kvaudit::methods {
 namespace {
 
 // out[c] = q·keys[c] for `count` key rows of d floats (row c at keys + c·stride): each product
-// exact in double and summed in double (in vector lanes: the order differs from a plain loop, but
-// the sum of d exact products carries ~1e-16 relative error, far below the f32 rounding of the
-// result), then rounded to f32 — a BLAS dot product up to f32 rounding.
-KVAUDIT_VECTOR_CLONES
+// exact in double (24 + 24 significant bits), lane l of 8 summing the products i ≡ l (mod 8) in
+// order, the lanes combined by a fixed tree, then rounded to f32 — a BLAS dot product up to f32
+// rounding, and the same bits on every CPU (docs/design/numerics.md §Canonical evaluation order).
 void dot_rows(const float* q, const float* keys, int count, int d, float* out, std::size_t stride) {
+  constexpr int kLanes = 8;
   for (int c = 0; c < count; ++c) {
     const float* k = keys + to_size(c) * stride;
-    double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (int i = 0; i < d; ++i) sum += static_cast<double>(q[i]) * static_cast<double>(k[i]);
-    out[c] = static_cast<float>(sum);
+    double lanes[kLanes] = {};
+    for (int i = 0; i < d; ++i) {
+      lanes[i % kLanes] += static_cast<double>(q[i]) * static_cast<double>(k[i]);
+    }
+    const double s0 = (lanes[0] + lanes[4]) + (lanes[2] + lanes[6]);
+    const double s1 = (lanes[1] + lanes[5]) + (lanes[3] + lanes[7]);
+    out[c] = static_cast<float>(s0 + s1);
   }
 }
 

@@ -1,11 +1,12 @@
-// The inner loops of CPU attention, compiled for x86-64-v4 (AVX-512), x86-64-v3 (AVX2+FMA) and
-// baseline x86-64 and chosen at load time (GCC/Clang target_clones), so the library needs no -march
-// flag and still uses wide vectors.
+// The inner loops of CPU attention, compiled for each instruction-set level (scalar, AVX2+FMA,
+// AVX-512; cpu_isa.h) and dispatched on the active one, so the library needs no -march flag and
+// still uses wide vectors.
 //
-// Every output element is a sum in a fixed order (over the head dimension for scores, over keys for
-// the weighted value sum), whatever the tile shapes or how many rows are processed together, so
-// results do not depend on chunking; they may differ in the last bits between instruction sets (FMA
-// or not), as OpenBLAS's kernels do.
+// Every output element is computed in one fixed order (docs/design/numerics.md §Canonical
+// evaluation order): a fused multiply-add chain over the head dimension for scores and over keys
+// for the weighted value sum, softmax sums over 16 lanes combined by a fixed tree, the exponential
+// one fused polynomial. Results therefore depend neither on the tile shapes, nor on how many rows
+// are processed together, nor on the level.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,6 @@
 // The decoder's backward for KVgrad's objective; formulas in attention_output_gradients.h.
 #include "runners/cpu/attention_output_gradients.h"
 
-#include <cblas.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,20 +16,13 @@ namespace kvaudit::cpu {
 namespace {
 
 // c [rows, cols] = a [rows, inner] · b [inner, cols] (a gradient times a weight: linear() is the
-// other orientation, x · Wᵀ); rows split over the OpenMP threads, each a single-threaded sgemm.
+// other orientation, x · Wᵀ), in gemm()'s order (outputs split over the OpenMP threads).
 void times_weight(const std::vector<float>& a, int rows, int inner, const std::vector<float>& b,
                   int cols, std::vector<float>& c) {
   c.assign(to_size(rows) * to_size(cols), 0.0f);
   if (rows == 0 || cols == 0) return;
-  const int threads = std::max(1, std::min(omp_get_max_threads(), rows));
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int part = 0; part < threads; ++part) {
-    const int first = rows * part / threads, end = rows * (part + 1) / threads;
-    if (end <= first) continue;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, end - first, cols, inner, 1.0f,
-                a.data() + to_size(first) * to_size(inner), inner, b.data(), cols, 0.0f,
-                c.data() + to_size(first) * to_size(cols), cols);
-  }
+  gemm(false, false, rows, cols, inner, 1.0f, a.data(), inner, b.data(), cols, false, c.data(),
+       cols);
 }
 
 // gx += ∂(w ⊙ x·r)/∂x applied to g, per row.
@@ -77,7 +68,7 @@ void rope_backward(std::vector<float>& g, int rows, int heads, int d, const std:
   }
 }
 
-// One query head's softmax attention backward (BLAS): rows t = 0..T−1 with queries q [T, d] and
+// One query head's softmax attention backward (gemm(), linear.h): rows t = 0..T−1 with queries q [T, d] and
 // output gradients go [T, d] attend over n entries (keys, values [n, d]; row t sees the first
 // visible[t]); the last T entries are the rows' own. With S = scale·QKᵀ, P = softmax(S) (masked),
 // ∂P = ∂O Vᵀ and ∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P)): ∂Q += scale·∂S K, and for the rows' own entries
@@ -89,10 +80,8 @@ void attention_head_backward(int T, int n, int d, float scale, const std::vector
   thread_local std::vector<float> p, gs;
   p.assign(to_size(T) * to_size(n), 0.0f);
   gs.assign(p.size(), 0.0f);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, n, d, scale, q, ldq, keys, d, 0.0f,
-              p.data(), n);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, n, d, 1.0f, go, ldgo, values, d, 0.0f,
-              gs.data(), n);
+  gemm(false, true, T, n, d, scale, q, ldq, keys, d, false, p.data(), n);
+  gemm(false, true, T, n, d, 1.0f, go, ldgo, values, d, false, gs.data(), n);
   for (int t = 0; t < T; ++t) {
     float* pr = p.data() + to_size(t) * to_size(n);
     float* gr = gs.data() + to_size(t) * to_size(n);
@@ -111,12 +100,9 @@ void attention_head_backward(int T, int n, int d, float scale, const std::vector
     for (int j = seen; j < n; ++j) pr[j] = gr[j] = 0.0f;
   }
   const int first = n - T;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, d, n, 1.0f, gs.data(), n, keys, d, 1.0f,
-              gq, ldgq);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, d, T, 1.0f, gs.data() + first, n, q, ldq,
-              1.0f, gk, ldkv);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, d, T, 1.0f, p.data() + first, n, go, ldgo,
-              1.0f, gv, ldkv);
+  gemm(false, false, T, d, n, 1.0f, gs.data(), n, keys, d, true, gq, ldgq);
+  gemm(true, false, T, d, T, 1.0f, gs.data() + first, n, q, ldq, true, gk, ldkv);
+  gemm(true, false, T, d, T, 1.0f, p.data() + first, n, go, ldgo, true, gv, ldkv);
 }
 
 double dot(const float* x, const float* y, int d) {

@@ -51,26 +51,30 @@ CpuModel::CpuModel(const model::ModelWeights& weights, AttentionBackend backend,
       options_(options),
       rounding_(rounding_for(weights.config.dtype)) {
   model::validate_model_weights(weights_);
-  use_single_threaded_openblas();
   if (options_.eager_query_chunk <= 0 || options_.sdpa_key_block <= 0) {
     throw std::invalid_argument(
         "CpuModelOptions: eager_query_chunk and sdpa_key_block must be >= 1");
   }
   inv_freq_ = model::rope_inv_freq(weights_.config.rope, weights_.config.head_dim);
   const model::ModelConfig& c = weights_.config;
-  if (rounding_ == Rounding::bf16 && bf16_kernel_enabled()) {
-    const int q_width = c.num_heads * c.head_dim;
-    const int kv_width = c.num_kv_heads * c.head_dim;
+  const int q_width = c.num_heads * c.head_dim;
+  const int kv_width = c.num_kv_heads * c.head_dim;
+  const std::string output_name =
+      weights_.source +
+      (weights_.lm_head.empty() ? ": embed_tokens (tied output projection)" : ": lm_head");
+  // Packs every projection of every layer once, as Packed (PackedBf16Weight or PackedF32Weight).
+  const auto pack_all = [&]<class Packed>(std::vector<PackedLayer<Packed>>& layers,
+                                          Packed& output) {
     const auto pack = [&](const std::vector<float>& weight, int out, int in, int layer,
                           const char* tensor) {
-      return PackedBf16Weight(weight, out, in,
-                              weights_.source + ": layer " + std::to_string(layer) + " " + tensor);
+      return Packed(weight, out, in,
+                    weights_.source + ": layer " + std::to_string(layer) + " " + tensor);
     };
-    std::vector<PackedLayer> packed;
-    packed.reserve(weights_.layers.size());
+    layers.clear();
+    layers.reserve(weights_.layers.size());
     for (int layer = 0; layer < c.num_layers; ++layer) {
       const model::LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
-      packed.push_back(
+      layers.push_back(
           {.q = pack(w.q_proj, q_width, c.hidden_size, layer, "q_proj"),
            .k = pack(w.k_proj, kv_width, c.hidden_size, layer, "k_proj"),
            .v = pack(w.v_proj, kv_width, c.hidden_size, layer, "v_proj"),
@@ -79,11 +83,12 @@ CpuModel::CpuModel(const model::ModelWeights& weights, AttentionBackend backend,
            .up = pack(w.up_proj, c.intermediate_size, c.hidden_size, layer, "up_proj"),
            .down = pack(w.down_proj, c.hidden_size, c.intermediate_size, layer, "down_proj")});
     }
-    packed_output_ = PackedBf16Weight(
-        weights_.output_projection(), c.vocab_size, c.hidden_size,
-        weights_.source +
-            (weights_.lm_head.empty() ? ": embed_tokens (tied output projection)" : ": lm_head"));
-    packed_layers_ = std::move(packed);
+    output = Packed(weights_.output_projection(), c.vocab_size, c.hidden_size, output_name);
+  };
+  if (rounding_ == Rounding::bf16) {
+    pack_all(packed_layers_, packed_output_);
+  } else {
+    pack_all(packed_f32_layers_, packed_f32_output_);
   }
 }
 
@@ -386,29 +391,32 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
              output);
   };
   model::rope_cos_sin(inv_freq_, positions, rounding_, cos, sin);
-  // A projection of the R rows: the bf16 kernel on its packed copy, else linear() on the weight.
-  const auto project = [&](std::span<const float> input, int in, const std::vector<float>& weight,
-                           const PackedBf16Weight* packed, int out, std::span<const float> bias,
+  // A projection of the R rows on its packed copy: linear_bf16 for a bf16 model, else linear().
+  const auto project = [&](std::span<const float> input, int in, const PackedBf16Weight* packed,
+                           const PackedF32Weight* packed_f32, std::span<const float> bias,
                            std::span<float> output) {
     if (packed != nullptr) {
       linear_bf16(input, r, in, *packed, bias, rounding_, output);
     } else {
-      linear(input, r, in, weight, out, bias, rounding_, output);
+      linear(input, r, in, *packed_f32, bias, rounding_, output);
     }
   };
 
   try {
     for (int layer = 0; layer < c.num_layers; ++layer) {
       const model::LayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
-      const PackedLayer* packed =
+      const PackedLayer<PackedBf16Weight>* packed =
           packed_layers_.empty() ? nullptr : &packed_layers_[static_cast<std::size_t>(layer)];
+      const PackedLayer<PackedF32Weight>* packed_f32 =
+          packed_f32_layers_.empty() ? nullptr
+                                     : &packed_f32_layers_[static_cast<std::size_t>(layer)];
       rms_norm(x, w.input_norm, c.hidden_size, eps, rounding_, normed);
-      project(normed, c.hidden_size, w.q_proj, packed ? &packed->q : nullptr,
-              static_cast<int>(q_width), w.q_bias, q);
-      project(normed, c.hidden_size, w.k_proj, packed ? &packed->k : nullptr,
-              static_cast<int>(kv_width), w.k_bias, k);
-      project(normed, c.hidden_size, w.v_proj, packed ? &packed->v : nullptr,
-              static_cast<int>(kv_width), w.v_bias, v);
+      project(normed, c.hidden_size, packed ? &packed->q : nullptr,
+              packed_f32 ? &packed_f32->q : nullptr, w.q_bias, q);
+      project(normed, c.hidden_size, packed ? &packed->k : nullptr,
+              packed_f32 ? &packed_f32->k : nullptr, w.k_bias, k);
+      project(normed, c.hidden_size, packed ? &packed->v : nullptr,
+              packed_f32 ? &packed_f32->v : nullptr, w.v_bias, v);
       lora(layer, methods::LoraTarget::q_proj, normed, q);
       lora(layer, methods::LoraTarget::k_proj, normed, k);
       lora(layer, methods::LoraTarget::v_proj, normed, v);
@@ -489,22 +497,22 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
         }
       }
 
-      project(attn, static_cast<int>(q_width), w.o_proj, packed ? &packed->o : nullptr,
-              c.hidden_size, {}, proj);
+      project(attn, static_cast<int>(q_width), packed ? &packed->o : nullptr,
+              packed_f32 ? &packed_f32->o : nullptr, {}, proj);
       lora(layer, methods::LoraTarget::o_proj, attn, proj);
       if (keep_residual) std::copy(x.begin(), x.end(), residual_before.begin());
       residual_add(x, proj, rounding_);
       if (keep_residual) observer->on_attention_residual(layer, residual_before, x);
       rms_norm(x, w.post_attention_norm, c.hidden_size, eps, rounding_, normed);
-      project(normed, c.hidden_size, w.gate_proj, packed ? &packed->gate : nullptr,
-              c.intermediate_size, {}, gate);
-      project(normed, c.hidden_size, w.up_proj, packed ? &packed->up : nullptr, c.intermediate_size,
-              {}, up);
+      project(normed, c.hidden_size, packed ? &packed->gate : nullptr,
+              packed_f32 ? &packed_f32->gate : nullptr, {}, gate);
+      project(normed, c.hidden_size, packed ? &packed->up : nullptr,
+              packed_f32 ? &packed_f32->up : nullptr, {}, up);
       lora(layer, methods::LoraTarget::gate_proj, normed, gate);
       lora(layer, methods::LoraTarget::up_proj, normed, up);
       silu_mul(gate, up, rounding_, gate);
-      project(gate, c.intermediate_size, w.down_proj, packed ? &packed->down : nullptr,
-              c.hidden_size, {}, proj);
+      project(gate, c.intermediate_size, packed ? &packed->down : nullptr,
+              packed_f32 ? &packed_f32->down : nullptr, {}, proj);
       lora(layer, methods::LoraTarget::down_proj, gate, proj);
       residual_add(x, proj, rounding_);
     }
@@ -541,8 +549,8 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
     linear_bf16(selected, static_cast<int>(logit_rows.size()), c.hidden_size, packed_output_, {},
                 rounding_, logits);
   } else {
-    lm_head(selected, static_cast<int>(logit_rows.size()), c.hidden_size,
-            weights_.output_projection(), c.vocab_size, rounding_, logits);
+    linear(selected, static_cast<int>(logit_rows.size()), c.hidden_size, packed_f32_output_, {},
+           rounding_, logits);
   }
 
   std::vector<LogitMatrix> result(n_seq);

@@ -13,18 +13,17 @@
 // query at position p sees the kept keys with position ≤ p.
 //
 // Threads: everything runs on one OpenMP thread pool (OMP_NUM_THREADS): attention over (sequence,
-// head, rows) tasks, element-wise kernels over rows, GEMMs as per-thread slices of single-threaded
-// OpenBLAS sgemm calls (the constructor sets openblas_set_num_threads(1), process-wide). Results do
-// not depend on the thread count. On a machine shared with other jobs, OMP_WAIT_POLICY=passive
-// avoids threads spin-waiting for a descheduled peer. Call ensure_fast_openblas_core()
-// (openblas_core.h) at the start of main.
+// head, rows) tasks, element-wise kernels over rows, GEMMs as per-thread slices of the output
+// features. Results do not depend on the thread count, nor on the instruction-set level
+// (KVAUDIT_CPU_ISA, cpu_isa.h): docs/design/numerics.md §Canonical evaluation order. On a machine
+// shared with other jobs, OMP_WAIT_POLICY=passive avoids threads spin-waiting for a descheduled
+// peer.
 //
-// GEMMs of bf16 models: where the CPU has AVX512-BF16 (and KVAUDIT_CPU_BF16_KERNEL is not "0" when
-// the model is constructed), the constructor packs q/k/v/o/gate/up/down and the output projection
-// to bf16 once (a copy of half the f32 weights' size) and the forward runs them through
-// linear_bf16 (linear_bf16.h: exact bf16 products, fp32 sums in a fixed order, half the weight
-// bytes to read); otherwise, and for f32 models, linear()'s sgemm on the f32-held weights (the bf16
-// kernel's CPU twin). LoRA terms and KVgrad's backward always use linear().
+// GEMMs: the constructor packs q/k/v/o/gate/up/down and the output projection once — a bf16 model's
+// to bf16 pairs (PackedBf16Weight, half the f32 weights' size; the forward runs linear_bf16: exact
+// bf16 products, fp32 sums in VDPBF16PS's order), an f32 model's to f32 blocks (PackedF32Weight, a
+// copy of the same size; the forward runs linear(): one fma chain per output in input order).
+// LoRA terms and KVgrad's backward use linear() and gemm() on the unpacked weights.
 //
 // It is the CPU backend's unit::InferenceEngine (runners/unit/inference_engine.h): the fan-out
 // drives it through that interface; the SequenceState-typed calls below are the same operations.
@@ -40,6 +39,7 @@
 
 #include "base/attention_backend.h"
 #include "base/logit_matrix.h"
+#include "runners/cpu/linear.h"
 #include "runners/cpu/linear_bf16.h"
 #include "runners/cpu/numerics.h"
 #include "runners/cpu/prefill_observer.h"
@@ -82,8 +82,7 @@ class CpuModel final : public unit::InferenceEngine {
     return &weights == &weights_;
   }
   Rounding rounding() const { return rounding_; }
-  // Whether the projections run on the AVX512-BF16 kernel (a bf16 model on a CPU that has it,
-  // KVAUDIT_CPU_BF16_KERNEL not "0" at construction).
+  // Whether the projections run on linear_bf16 (every bf16 model; f32 models run linear()).
   bool uses_bf16_kernel() const { return !packed_layers_.empty(); }
   // RoPE inverse frequencies [head_dim / 2] as HF computes them (default or llama3 scaling).
   std::span<const float> rope_inv_freq() const override { return inv_freq_; }
@@ -167,12 +166,15 @@ class CpuModel final : public unit::InferenceEngine {
   CpuModelOptions options_;
   Rounding rounding_;
   std::vector<float> inv_freq_;  // [head_dim / 2]
-  // The bf16 kernel's packed weights (uses_bf16_kernel()); empty for the linear() path.
+  // The packed weights: bf16 pairs for a bf16 model (uses_bf16_kernel()), f32 blocks otherwise.
+  template <class Packed>
   struct PackedLayer {
-    PackedBf16Weight q, k, v, o, gate, up, down;
+    Packed q, k, v, o, gate, up, down;
   };
-  std::vector<PackedLayer> packed_layers_;  // [num_layers] or empty
-  PackedBf16Weight packed_output_;          // lm_head, or embed_tokens when tied
+  std::vector<PackedLayer<PackedBf16Weight>> packed_layers_;   // [num_layers] or empty
+  PackedBf16Weight packed_output_;                             // lm_head, or tied embed_tokens
+  std::vector<PackedLayer<PackedF32Weight>> packed_f32_layers_;  // [num_layers] or empty
+  PackedF32Weight packed_f32_output_;
 };
 
 }  // namespace kvaudit::cpu

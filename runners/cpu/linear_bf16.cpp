@@ -1,27 +1,20 @@
-// The AVX512-BF16 GEMM of bf16 linear layers; see linear_bf16.h for the formula and numerics.
+// The bf16 GEMM of bf16 linear layers; see linear_bf16.h for the formula and numerics.
 //
-// Two micro-kernels give the same bits (so which one runs never shows in a result):
-//  * dpbf16: a register tile of up to 6 rows × 4 blocks of 16 outputs (24 accumulators, 4 weight
-//    vectors and 1 broadcast x pair in the 32 zmm registers). For each input pair p in order, every
-//    accumulator takes one VDPBF16PS with its block's 16 weight pairs and its row's x pair. It
-//    reads the packed bf16 weights directly: half the bytes of f32, which is what decoding is bound
-//    by. Cache blocking: a thread's output slice is cut into panels of about kPanelBytes of packed
-//    weights (a multiple of 64 outputs) that stay in L2 while the row tiles stream past them.
-//  * fma: the same tile shape over fp32 copies of the weights and x, with two VFMADD231PS per pair
-//    in VDPBF16PS's order (x[2p+1]·w[2p+1], then x[2p]·w[2p]), MXCSR set to round-to-nearest-even
-//    with denormals read as zero and results flushed (DAZ, FTZ), as VDPBF16PS does. A bf16 product
-//    is exact in fp32, so each FMA rounds exactly the sum VDPBF16PS rounds. It runs for at least
-//    kFmaMinRows rows, where widening the weights to fp32 is paid back: VDPBF16PS issues at a
-//    quarter of the VFMADD231PS rate on this Sapphire Rapids VM (0.85 G/s vs 3.4 G/s on one core,
-//    12 independent chains), i.e. half the multiply-adds, so compute-bound prefill GEMMs run faster
-//    as fp32 FMAs on bf16-exact values. Cache blocking: per 64 outputs and kFmaBlockPairs input
-//    pairs, the weights are widened into an L1-sized buffer that the row tiles of a block of
-//    kFmaBlockRows rows then read; partial sums wait in y between K blocks (fp32 stored and
-//    reloaded: exact, the order per output unchanged). It is used only where a probe finds this
-//    CPU's VDPBF16PS summing in the SDM's order (otherwise every row count runs dpbf16).
-// Nothing about a tile (its row or block count) changes the operations one output sees, hence row
-// invariance. Threads: the slices of linear() (multiples of 64 outputs, one per OpenMP thread; one
-// thread inside a parallel region or for small products); x is rounded to bf16 once per call.
+// Every level computes one chain per output: for each input pair p in order, acc = fma(x[2p+1],
+// w[2p+1], acc), then acc = fma(x[2p], w[2p], acc), in fp32 with round-to-nearest-even, denormals
+// read as zero and flushed (MXCSR DAZ/FTZ) — what VDPBF16PS does. Two ways to get those bits:
+//  * canonical (every level): x and the weights widened to fp32 in that order (x once per call,
+//    the weights one 64-output × kStepBlock panel at a time into a thread-local buffer) and run
+//    through gemm_tiles.h's f32 tiles under DAZ/FTZ. A bf16 product is exact in fp32, so each FMA
+//    rounds exactly the sum VDPBF16PS rounds.
+//  * dpbf16 (avx512bf16 only, fewer than kFmaMinRows rows): a register tile of up to 6 rows × 4
+//    blocks of 16 outputs, one VDPBF16PS per pair on the packed weights as they are (half the
+//    bytes of f32, what decoding is bound by). Used only where a start-up probe finds this CPU's
+//    VDPBF16PS summing in the SDM's order, i.e. giving the canonical bits; from kFmaMinRows rows
+//    on the canonical path is faster (VDPBF16PS issues at half the multiply-add rate of
+//    VFMADD231PS on Sapphire Rapids), and widening is paid back.
+// Nothing about a tile or a level changes the operations one output sees, hence row, thread and
+// machine invariance. Threads: the slices of linear() (multiples of 64 outputs).
 #include "runners/cpu/linear_bf16.h"
 
 #include <immintrin.h>
@@ -36,6 +29,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "runners/cpu/cpu_isa.h"
+#include "runners/cpu/gemm_driver.h"
 #include "runners/cpu/linear.h"
 #include "runners/cpu/linear_slices.h"
 #include "runners/cpu/shape_check.h"
@@ -52,11 +47,7 @@ constexpr int kTileBlocks = 4;  // blocks of 16 outputs per register tile
 static_assert(kSliceAlign == kTileBlocks * kBlock);
 // dpbf16: packed weight bytes per cache panel (L2 is 1-2 MiB per core on AVX512-BF16 CPUs).
 constexpr std::size_t kPanelBytes = 512 * 1024;
-// fma: pairs per K block (its widened weights, 64 outputs × 2 × this × 4 bytes, stay in L1).
-constexpr std::size_t kFmaBlockPairs = 64;
-// fma: rows per block (a multiple of 6; their x and y for one K block stay in L2).
-constexpr int kFmaBlockRows = 192;
-// From this many rows on, the fma kernel (same bits) runs.
+// From this many rows on, the canonical path runs even where dpbf16 could.
 constexpr int kFmaMinRows = 12;
 // MXCSR: round-to-nearest-even (bits 13-14 clear), flush-to-zero (bit 15), denormals-are-zero
 // (bit 6).
@@ -116,77 +107,64 @@ KVAUDIT_BF16_TARGET void dpbf16_tile(const TileArgs& a) {
   store_tile<MR, NB>(a, acc);
 }
 
-// The same with one FMA per element over a block of steps, elements in VDPBF16PS's order (widened
-// weights [steps][NB][16] floats, x [row][2 × pairs], both odd element first), starting from 0 or
-// from the sums in y (exact: fp32 stored and reloaded). Runs under kMxcsrFtzDaz.
-template <int MR, int NB>
-KVAUDIT_BF16_TARGET void fma_tile(const TileArgs& a) {
-  __m512 acc[MR][NB];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    const float* yr = a.y + r * a.y_stride;
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; ++b) {
-      const __mmask16 mask = static_cast<__mmask16>(b == NB - 1 ? a.last_mask : 0xffffu);
-      acc[r][b] = a.load_y ? _mm512_maskz_loadu_ps(mask, yr + b * kBlock) : _mm512_setzero_ps();
-    }
-  }
-  const float* w = static_cast<const float*>(a.w);
-  const float* x = static_cast<const float*>(a.x);
-  for (int k = 0; k < a.steps; ++k, w += a.step_stride, ++x) {
-    __m512 wv[NB];
-#pragma GCC unroll 8
-    for (int b = 0; b < NB; ++b) wv[b] = _mm512_load_ps(w + b * a.block_stride);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m512 xv = _mm512_set1_ps(x[r * a.x_stride]);
-#pragma GCC unroll 8
-      for (int b = 0; b < NB; ++b) acc[r][b] = _mm512_fmadd_ps(wv[b], xv, acc[r][b]);
-    }
-  }
-  store_tile<MR, NB>(a, acc);
-}
-
 using TileFn = void (*)(const TileArgs&);
 
 template <int MR>
 struct TileRow {
   static constexpr TileFn dpbf16[kTileBlocks] = {&dpbf16_tile<MR, 1>, &dpbf16_tile<MR, 2>,
                                                  &dpbf16_tile<MR, 3>, &dpbf16_tile<MR, 4>};
-  static constexpr TileFn fma[kTileBlocks] = {&fma_tile<MR, 1>, &fma_tile<MR, 2>, &fma_tile<MR, 3>,
-                                              &fma_tile<MR, 4>};
 };
 
 constexpr const TileFn* kDpbf16Tiles[kTileRows] = {TileRow<1>::dpbf16, TileRow<2>::dpbf16,
                                                    TileRow<3>::dpbf16, TileRow<4>::dpbf16,
                                                    TileRow<5>::dpbf16, TileRow<6>::dpbf16};
-constexpr const TileFn* kFmaTiles[kTileRows] = {TileRow<1>::fma, TileRow<2>::fma, TileRow<3>::fma,
-                                                TileRow<4>::fma, TileRow<5>::fma, TileRow<6>::fma};
 
-// Pairs [first_pair, first_pair + count) of `blocks` consecutive packed blocks → fp32
-// [2 × count][blocks][16] (one stream): step 2p holds w[2p+1] (a lane's high half), step 2p + 1
-// holds w[2p] (the low half).
-KVAUDIT_BF16_TARGET void widen_block(const std::uint32_t* packed, std::size_t pairs, int blocks,
-                                     std::size_t first_pair, std::size_t count, float* out) {
-  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+// Pairs [first_pair, first_pair + count) of the packed blocks of outputs o … o+63 (`blocks` of
+// them; a missing block reads as zeros) → fp32 panel [2 × count][64]: step 2p holds w[2p+1] (a
+// lane's high half), step 2p + 1 holds w[2p] (the low half). Bit moves only: the same at every
+// level.
+void widen_panel(const std::uint32_t* packed, std::size_t pairs, int blocks, std::size_t first_pair,
+                 std::size_t count, float* out) {
   const std::size_t packed_block = pairs * kBlock;
-  const std::size_t step = static_cast<std::size_t>(blocks) * kBlock;
-  for (std::size_t p = 0; p < count; ++p, out += 2 * step) {
-    for (int b = 0; b < blocks; ++b) {
-      const __m512i v = _mm512_load_si512(packed + b * packed_block + (first_pair + p) * kBlock);
-      _mm512_store_ps(out + b * kBlock, _mm512_castsi512_ps(_mm512_and_si512(v, high)));
-      _mm512_store_ps(out + step + b * kBlock,
-                      _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAllLanes, v, 16)));
+  for (std::size_t p = 0; p < count; ++p) {
+    float* high = out + 2 * p * kSliceAlign;
+    float* low = high + kSliceAlign;
+    for (int b = 0; b < kTileBlocks; ++b) {
+      if (b >= blocks) {
+        std::fill(high + b * kBlock, high + (b + 1) * kBlock, 0.0f);
+        std::fill(low + b * kBlock, low + (b + 1) * kBlock, 0.0f);
+        continue;
+      }
+      const std::uint32_t* lanes = packed + b * packed_block + (first_pair + p) * kBlock;
+      for (int i = 0; i < kBlock; ++i) {
+        high[b * kBlock + i] = std::bit_cast<float>(lanes[i] & 0xffff0000u);
+        low[b * kBlock + i] = std::bit_cast<float>(lanes[i] << 16);
+      }
+    }
+  }
+}
+
+// x [rows, in] rounded to bf16 (model::f32_to_bf16_bits) and widened in VDPBF16PS's order: row r
+// of `widened` [rows][2 × pairs] holds x[1], x[0], x[3], x[2], … (an odd `in` padded by a zero).
+void widen_rows_to_bf16(const float* x, std::size_t rows, std::size_t in, float* widened) {
+  const std::size_t padded = in + in % 2;
+  for (std::size_t row = 0; row < rows; ++row) {
+    const float* xr = x + row * in;
+    float* out = widened + row * padded;
+    for (std::size_t i = 0; i < padded; i += 2) {
+      const float even = model::round_to_bf16(xr[i]);
+      const float odd = i + 1 < in ? model::round_to_bf16(xr[i + 1]) : 0.0f;
+      out[i] = odd;
+      out[i + 1] = even;
     }
   }
 }
 
 // x [rows, in] rounded to bf16 (round-to-nearest-even, NaN kept quiet, as model::f32_to_bf16_bits)
-// with an odd `in` padded by a zero, into `pairs` ([rows][pairs] lanes: x[2p] low, x[2p+1] high)
-// or `widened` ([rows][2 × pairs] floats in VDPBF16PS's order: x[2p+1], x[2p], …), whichever is
-// not null.
+// with an odd `in` padded by a zero, into `pairs` ([rows][pairs] lanes: x[2p] low, x[2p+1] high),
+// for the dpbf16 kernel.
 KVAUDIT_BF16_TARGET void round_rows_to_bf16(const float* x, std::size_t rows, std::size_t in,
-                                            std::uint32_t* pairs, float* widened) {
+                                            std::uint32_t* pairs) {
   const std::size_t padded = in + in % 2;
   const __m512i one = _mm512_set1_epi32(1);
   const __m512i half = _mm512_set1_epi32(0x7fff);
@@ -208,16 +186,9 @@ KVAUDIT_BF16_TARGET void round_rows_to_bf16(const float* x, std::size_t rows, st
       const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, magnitude), infinity);
       rounded =
           _mm512_mask_mov_epi32(rounded, nan, _mm512_and_si512(_mm512_or_si512(u, quiet), high));
-      if (pairs != nullptr) {
-        _mm512_mask_cvtepi32_storeu_epi16(
-            reinterpret_cast<std::uint16_t*>(pairs + row * (padded / 2)) + i, store,
-            _mm512_maskz_srli_epi32(kAllLanes, rounded, 16));
-      } else {
-        // swap each (x[2p], x[2p+1])
-        _mm512_mask_storeu_ps(
-            widened + row * padded + i, store,
-            _mm512_maskz_permute_ps(kAllLanes, _mm512_castsi512_ps(rounded), 0xB1));
-      }
+      _mm512_mask_cvtepi32_storeu_epi16(
+          reinterpret_cast<std::uint16_t*>(pairs + row * (padded / 2)) + i, store,
+          _mm512_maskz_srli_epi32(kAllLanes, rounded, 16));
     }
   }
 }
@@ -238,10 +209,6 @@ KVAUDIT_BF16_TARGET bool dpbf16_follows_the_sdm_order() {
   return _mm512_cvtss_f32(acc) == 1.0f + 0x1p-23f;
 }
 
-bool fma_twin_available() {
-  static const bool available = cpu_supports_bf16_kernel() && dpbf16_follows_the_sdm_order();
-  return available;
-}
 
 // Outputs [first, first + count) of every row (first a multiple of 64), before bias and rounding,
 // with the dpbf16 kernel: panels of weights in L2, row tiles streaming past them.
@@ -278,64 +245,37 @@ void dpbf16_slice(const std::uint32_t* x_pairs, int rows, const PackedBf16Weight
   }
 }
 
-// The same with the fma kernel (x_f32: x widened, [rows][2 × pairs]): per tile of 64 outputs and
-// block of kFmaBlockPairs pairs, the weights are widened into an L1-sized buffer that every row
-// tile then reads; the partial sums wait in y between blocks.
-void fma_slice(const float* x_f32, int rows, const PackedBf16Weight& weight, int first, int count,
-               float* y) {
+// The same on the canonical path (x_widened: widen_rows_to_bf16's [rows][2 × pairs]), with the
+// active level's f32 tiles under DAZ/FTZ: per 64-output panel and block of tiles::kStepBlock steps
+// the weights are widened into a thread-local buffer that every row tile then reads.
+void canonical_slice(const tiles::TileKernel& kernel, const float* x_widened, int rows,
+                     const PackedBf16Weight& weight, int first, int count, float* y) {
   const std::size_t pairs = static_cast<std::size_t>(weight.pairs());
-  const std::size_t out = static_cast<std::size_t>(weight.out_features());
   const std::size_t packed_block = pairs * kBlock;
-  thread_local std::vector<float, detail::CacheLineAllocator<float>> widened;
-  widened.resize(2 * kFmaBlockPairs * kSliceAlign);
+  const int out = weight.out_features();
+  thread_local std::vector<float, detail::CacheLineAllocator<float>> panel;
+  panel.resize(static_cast<std::size_t>(tiles::kStepBlock) * kSliceAlign);
   const unsigned saved_mxcsr = _mm_getcsr();
   _mm_setcsr((saved_mxcsr & ~kMxcsrRounding) | kMxcsrFtzDaz);
-  const int end = first + count;
-  for (int row_first = 0; row_first < rows; row_first += kFmaBlockRows) {
-    const int row_end = std::min(rows, row_first + kFmaBlockRows);
-    for (int o = first; o < end; o += kSliceAlign) {
-      const int outputs = std::min(kSliceAlign, end - o);
-      const int blocks = (outputs + kBlock - 1) / kBlock;
-      const std::uint32_t* packed =
-          weight.data() + static_cast<std::size_t>(o / kBlock) * packed_block;
-      for (std::size_t p0 = 0; p0 < pairs; p0 += kFmaBlockPairs) {
-        const std::size_t block_pairs = std::min(kFmaBlockPairs, pairs - p0);
-        widen_block(packed, pairs, blocks, p0, block_pairs, widened.data());
-        for (int row = row_first; row < row_end; row += kTileRows) {
-          const int tile_rows = std::min(kTileRows, row_end - row);
-          TileArgs a;
-          a.x = x_f32 + static_cast<std::size_t>(row) * 2 * pairs + 2 * p0;
-          a.x_stride = 2 * pairs;
-          a.w = widened.data();
-          a.block_stride = kBlock;
-          a.step_stride = static_cast<std::size_t>(blocks) * kBlock;
-          a.steps = static_cast<int>(2 * block_pairs);
-          a.y = y + static_cast<std::size_t>(row) * out + static_cast<std::size_t>(o);
-          a.y_stride = out;
-          a.last_mask = (1u << (outputs - (blocks - 1) * kBlock)) - 1u;
-          a.load_y = p0 > 0;
-          kFmaTiles[tile_rows - 1][blocks - 1](a);
-        }
-      }
-    }
-  }
+  static_assert(tiles::kStepBlock % 2 == 0 && tiles::kPanelOutputs == kSliceAlign);
+  tiles::run_tiles(kernel, x_widened, 2 * pairs, rows, static_cast<int>(2 * pairs), first, count, y,
+                  static_cast<std::size_t>(out), [&](int o, int s0, int sc) {
+                    const int outputs = std::min(kSliceAlign, out - o);
+                    widen_panel(weight.data() + static_cast<std::size_t>(o / kBlock) * packed_block,
+                                pairs, (outputs + kBlock - 1) / kBlock,
+                                static_cast<std::size_t>(s0 / 2), static_cast<std::size_t>(sc / 2),
+                                panel.data());
+                    return tiles::PanelView{panel.data(), kBlock, kSliceAlign};
+                  });
   _mm_setcsr(saved_mxcsr);
 }
 
 }  // namespace
 
-bool cpu_supports_bf16_kernel() {
-  static const bool supported = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bf16");
-  }();
-  return supported;
-}
-
-bool bf16_kernel_enabled() {
-  const char* env = std::getenv("KVAUDIT_CPU_BF16_KERNEL");
-  return cpu_supports_bf16_kernel() && (env == nullptr || std::string(env) != "0");
+bool dpbf16_gives_the_canonical_bits() {
+  static const bool available =
+      detected_cpu_isa() == CpuIsa::avx512bf16 && dpbf16_follows_the_sdm_order();
+  return available;
 }
 
 PackedBf16Weight::PackedBf16Weight(std::span<const float> weight, int out_features, int in_features,
@@ -385,13 +325,14 @@ PackedBf16Weight::PackedBf16Weight(std::span<const float> weight, int out_featur
   }
 }
 
-bool linear_bf16_runs_fma(int rows) { return rows >= kFmaMinRows && fma_twin_available(); }
+bool linear_bf16_runs_dpbf16(int rows) {
+  return rows < kFmaMinRows && active_cpu_isa() == CpuIsa::avx512bf16 &&
+         dpbf16_gives_the_canonical_bits();
+}
 
 void linear_bf16(std::span<const float> x, int rows, int in_features,
                  const PackedBf16Weight& weight, std::span<const float> bias, Rounding rounding,
                  std::span<float> y) {
-  if (!cpu_supports_bf16_kernel())
-    throw std::logic_error("linear_bf16: this CPU lacks AVX512-BF16 (use linear())");
   if (in_features != weight.in_features()) {
     throw std::invalid_argument("linear_bf16: x has " + std::to_string(in_features) +
                                 " features, the weight takes " +
@@ -407,27 +348,27 @@ void linear_bf16(std::span<const float> x, int rows, int in_features,
   if (rows == 0 || out_features == 0) return;
 
   // x rounded to bf16 once per call, made by the calling thread and read by all threads: as pairs
-  // (dpbf16) or widened in VDPBF16PS's order (fma).
+  // (dpbf16) or widened in VDPBF16PS's order (canonical).
   const std::size_t pairs = static_cast<std::size_t>(weight.pairs());
-  // (no input features: the dpbf16 kernel writes the zero sums; the fma one would write nothing)
-  const bool fma = pairs > 0 && linear_bf16_runs_fma(rows);
+  const bool dpbf16 = linear_bf16_runs_dpbf16(rows);
   thread_local std::vector<std::uint32_t> x_pairs;
   thread_local std::vector<float> x_widened;
-  if (fma) {
-    x_widened.resize(r * 2 * pairs);
-  } else {
+  if (dpbf16) {
     x_pairs.resize(r * pairs);
+    round_rows_to_bf16(x.data(), r, in, x_pairs.data());
+  } else {
+    x_widened.resize(r * 2 * pairs);
+    widen_rows_to_bf16(x.data(), r, in, x_widened.data());
   }
   // (pointers: inside the parallel region below the names would be each thread's own buffers)
-  std::uint32_t* const xp = fma ? nullptr : x_pairs.data();
-  float* const xw = fma ? x_widened.data() : nullptr;
-  round_rows_to_bf16(x.data(), r, in, xp, xw);
-
+  const std::uint32_t* const xp = x_pairs.data();
+  const float* const xw = x_widened.data();
+  const tiles::TileKernel& kernel = tiles::tile_kernel(active_cpu_isa());
   const auto product = [&](int first, int count) {
-    if (fma) {
-      fma_slice(xw, rows, weight, first, count, y.data());
-    } else {
+    if (dpbf16) {
       dpbf16_slice(xp, rows, weight, first, count, y.data());
+    } else {
+      canonical_slice(kernel, xw, rows, weight, first, count, y.data());
     }
   };
   for_each_output_slice(y.data(), rows, in_features, out_features, bias, rounding, product);

@@ -11,8 +11,8 @@
 
 namespace kvaudit::cpu {
 
-// Thread slices are multiples of this many output features: whole register tiles of OpenBLAS's
-// sgemm and of linear_bf16's kernel.
+// Thread slices are multiples of this many output features: whole panels of the GEMM tiles
+// (gemm_driver.h) and of linear_bf16's VDPBF16PS kernel.
 inline constexpr int kSliceAlign = 64;
 
 // How linear() and linear_bf16() split the output features over OpenMP threads: `threads`

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "base/errors.h"
-#include "runners/cpu/openblas_core.h"
+#include "runners/cpu/cpu_isa.h"
 #include "suite/common/sha256.h"
 #include "suite/manifest/input_fingerprints.h"
 #include "suite/records/provenance.h"
@@ -88,7 +88,7 @@ RerunSummary rerun_cells(const reduce::LoadedStudy& study, const RerunOptions& o
     shard_of[{shard.provenance.attempt, shard.provenance.rank}] = &shard.provenance;
   }
   const std::string cpu_now = records::cpu_model_name();
-  const std::string core_now = cpu::openblas_core_name();
+  const std::string core_now = cpu::cpu_kernel_provenance();
 
   // By unit, in cell-id order within each.
   std::map<std::uint32_t, std::vector<const records::CellRecord*>> by_unit;
@@ -148,14 +148,15 @@ RerunSummary rerun_cells(const reduce::LoadedStudy& study, const RerunOptions& o
       } else if (core.empty()) {
         out << ": same device and backend; the record does not say which CPU kernels it used "
                "(records schema < 4)\n";
-      } else if (core != core_now || cpu != cpu_now) {
+      } else if (!cpu::same_evaluation_order(core)) {
         ++sum.different_device;
         out << ": the CPU kernels differ (recorded: " << cpu << ", OpenBLAS core " << core
-            << "; now: " << cpu_now << ", OpenBLAS core " << core_now
-            << " — summation order changes greedy ties; set OPENBLAS_CORETYPE=" << core
-            << " to match)\n";
+            << ", whose summation order depends on the machine; now: " << cpu_now << ", "
+            << core_now << " — summation order changes greedy ties)\n";
       } else {
-        out << ": same device, backend, CPU and OpenBLAS core — a real discrepancy\n";
+        out << ": same device and backend, and both runs used the canonical CPU evaluation order ("
+            << core << " then, " << core_now << " now; the level does not change bits) — a real "
+               "discrepancy\n";
       }
     }
   }

@@ -42,7 +42,7 @@
 #include <vector>
 
 #include "base/errors.h"
-#include "runners/cpu/openblas_core.h"
+#include "runners/cpu/cpu_isa.h"
 #include "runners/model/model_error.h"
 #include "suite/cli/command.h"
 #include "suite/cli/compute_device.h"
@@ -211,7 +211,7 @@ records::ShardWriterOptions writer_options(const manifest::Manifest& m,
   o.provenance.world_size = mpi.size();
   o.provenance.local_rank = mpi.local_rank();
   o.provenance.global_seed = m.study.seed;
-  o.provenance.blas_core = cpu::openblas_core_name();
+  o.provenance.blas_core = cpu::cpu_kernel_provenance();
   o.provenance.attempt = static_cast<int>(launch.attempt);
   o.launch_pid = launch.launch_pid;
   o.launch_id = launch_id_text(launch.launch_id);

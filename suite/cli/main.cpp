@@ -1,10 +1,11 @@
 // kvaudit: plan, run, reduce, generate, inspect, version. See docs/CLI.md.
 #include <iostream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "base/errors.h"
-#include "runners/cpu/openblas_core.h"
+#include "runners/cpu/cpu_isa.h"
 #include "suite/cli/command.h"
 
 namespace {
@@ -34,12 +35,15 @@ int main(int argc, char** argv) {
     print_usage(std::cout);
     return static_cast<int>(ExitCode::ok);
   }
-  // Commands that run the model need OpenBLAS's fast kernels; this may re-execute the process with
-  // OPENBLAS_CORETYPE set (runners/cpu/openblas_core.h) before anything else happens. inspect
-  // (--selections) and verify (--rerun) re-derive recorded cells: they must use the kernels
-  // `kvaudit run` used, or near-tied scores keep other positions (a different summation order).
+  // Commands that run the model read KVAUDIT_CPU_ISA (runners/cpu/cpu_isa.h) first: a bad value
+  // is refused before anything else happens. The level changes speed only, never a result.
   if (name == "generate" || name == "run" || name == "inspect" || name == "verify") {
-    kvaudit::cpu::ensure_fast_openblas_core(argv);
+    try {
+      kvaudit::cpu::active_cpu_isa();
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "kvaudit: " << e.what() << "\n";
+      return static_cast<int>(ExitCode::bad_input);
+    }
   }
   for (const auto& c : kvaudit::cli::commands()) {
     if (c.name == name || (name == "--version" && c.name == "version")) {

@@ -65,7 +65,9 @@ struct ShardProvenance {
   // Schema version 4 on (absent, so "", in older shards): what the CPU backend's numbers depend
   // on, so a re-run elsewhere can tell a kernel change from a discrepancy.
   std::string cpu_model;  // /proc/cpuinfo "model name" of the first CPU ("" when unknown)
-  std::string blas_core;  // caller: the OpenBLAS kernel set in use (openblas_get_corename)
+  // caller: the CPU engine's evaluation order and level (cpu::cpu_kernel_provenance(), e.g.
+  // "kvaudit-canonical-1 (avx2)"); records before it: the OpenBLAS core name
+  std::string blas_core;
 };
 
 // "model name" of the first processor in /proc/cpuinfo ("" when unknown).

@@ -67,7 +67,7 @@ start_model_cli_test() {  # start_model_cli_test KVAUDIT_BINARY SOURCE_DIR WORK_
   # kernels and one thread (the kernels decide near-tied scores), Open MPI as root with
   # oversubscription, and $py: Debian's python3 with h5py (python3-h5py; a pyenv shim may hide it).
   start_cli_test "$1" "$2" "$3"
-  export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+  export OMP_NUM_THREADS=1
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
   # shellcheck disable=SC2034  # $py is for the sourcing script
   py=/usr/bin/python3

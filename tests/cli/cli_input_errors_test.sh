@@ -16,7 +16,6 @@ set -u
 # shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 start_cli_test "$1" "$2" "$3"
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 python=$(command -v python3)
 
 # json_ok FILE EXPR: the Python expression EXPR holds for j = the JSON object in FILE.

@@ -10,7 +10,7 @@ set -u
 # shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 start_cli_test "$1" "$2" "$3"
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+export OMP_NUM_THREADS=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 # refused NAME DIR: plan DIR/study.toml exits 1 and writes nothing.

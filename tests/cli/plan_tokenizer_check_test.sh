@@ -15,7 +15,6 @@ set -u
 # shellcheck source-path=SCRIPTDIR source=check_lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 start_cli_test "$1" "$2" "$3"
-export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX}
 
 # The study: model B = an HF directory (config.json + tokenizer.json), tokenizer A = spm_ruler.
 study="$work/study"

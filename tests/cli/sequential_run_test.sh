@@ -72,7 +72,7 @@ TOML
 }
 write_study "$work/a.toml" "$work/a"
 write_study "$work/b.toml" "$work/b"
-mpi=(mpirun -np 2 -x OMP_NUM_THREADS -x OPENBLAS_CORETYPE -x OPENBLAS_NUM_THREADS)
+mpi=(mpirun -np 2 -x OMP_NUM_THREADS)
 
 check "plan a" expect_rc 0 "$kv" plan "$work/a.toml"
 check "run a (mpirun -np 2)" expect_rc 0 "${mpi[@]}" "$kv" run "$work/a.toml"
@@ -221,7 +221,7 @@ else
   echo "run c finished before the stop signal: only the decisions are compared"
 fi
 check "run c again with 3 ranks (resume)" expect_rc 0 mpirun -np 3 -x OMP_NUM_THREADS \
-  -x OPENBLAS_CORETYPE -x OPENBLAS_NUM_THREADS "$kv" run "$work/c.toml"
+  "$kv" run "$work/c.toml"
 check "plan d" expect_rc 0 "$kv" plan "$work/d.toml"
 check "run d (1 process, uninterrupted)" expect_rc 0 "$kv" run "$work/d.toml"
 check "c (stopped, resumed on 3 ranks) and d (1 process): the same decisions" \

@@ -1,11 +1,11 @@
-// linear_bf16 (the AVX512-BF16 GEMM of bf16 models, runners/cpu/linear_bf16.h) against its CPU twin
-// linear() (sgemm on the same bf16 values held in f32) and a double reference: at most 1 bf16 ulp
+// linear_bf16 (the bf16 GEMM of bf16 models, runners/cpu/linear_bf16.h) against linear() (the f32
+// order on the same bf16 values held in f32) and a double reference: at most 1 bf16 ulp
 // apart after the bf16 rounding except where a dot product cancels; unrounded fp32 sums within
 // γ_K·Σ|xw| of the exact dot product and bit-equal to a scalar spelling of VDPBF16PS's order; a
 // row's bits independent of the rows computed with it (which also crosses from the VDPBF16PS kernel
 // to its fp32-FMA twin, tiny values included) and of the thread count; the refusal of weights that
-// are not bf16 values; CpuModel's bf16 forward with the kernel and with KVAUDIT_CPU_BF16_KERNEL=0.
-// Kernel tests skip (with the reason) on CPUs without AVX512-BF16.
+// are not bf16 values; CpuModel's bf16 forward through it. They run at the active level
+// (KVAUDIT_CPU_ISA); canonical_order_test.cpp compares the levels with each other.
 #include "runners/cpu/linear_bf16.h"
 
 #include <gtest/gtest.h>
@@ -34,11 +34,6 @@ namespace kvaudit::cpu {
 namespace {
 
 using model::round_to_bf16;
-
-#define SKIP_WITHOUT_BF16_KERNEL()                                                           \
-  if (!cpu_supports_bf16_kernel())                                                           \
-  GTEST_SKIP() << "this CPU lacks AVX512-BF16 (lscpu flag avx512_bf16): linear_bf16 cannot " \
-                  "run here and CpuModel uses linear() for bf16 models"
 
 const int kRows[] = {1, 2, 5, 16, 33, 512};
 const int kIn[] = {64, 576, 577, 1536};
@@ -100,8 +95,6 @@ bool bit_equal(float a, float b) {
 // bf16 ulp of the result while κ = Σ|xw| / |Σxw| stays below about 2¹⁵/K, and beyond it (a result
 // that nearly cancels) a few fp32 ulps of Σ|xw| can be many bf16 ulps of the small result.
 TEST(LinearBf16, MatchesTheF32TwinWithinOneBf16UlpAfterRounding) {
-  SKIP_WITHOUT_BF16_KERNEL();
-  use_single_threaded_openblas();
   constexpr double u = 0x1p-24;
   long long elements = 0, differing = 0, beyond_one = 0;
   int max_ulps = 0, max_ulps_conditioned = 0;
@@ -172,7 +165,6 @@ bool instruction_follows_the_sdm_order() {
 }
 
 TEST(LinearBf16, UnroundedSumsAreTheFixedOrderFp32SumsOfTheExactProducts) {
-  SKIP_WITHOUT_BF16_KERNEL();
   const bool sdm_order = instruction_follows_the_sdm_order();
   if (!sdm_order) {
     std::cout << "[ note ] this CPU's VDPBF16PS sums a pair in another order than the SDM's "
@@ -231,14 +223,14 @@ TEST(LinearBf16, UnroundedSumsAreTheFixedOrderFp32SumsOfTheExactProducts) {
             << "); " << spelled_out << " bit-equal to the SDM-order scalar spelling\n";
 }
 
-// Few rows run the VDPBF16PS kernel, many its fp32-FMA twin (linear_bf16.cpp): the row counts
-// below cross that boundary, so this also checks that the two give the same bits.
+// At the avx512bf16 level few rows run the VDPBF16PS kernel, many the fp32-FMA tiles
+// (linear_bf16.cpp): the row counts below cross that boundary, so this also checks that the two
+// give the same bits.
 TEST(LinearBf16, ARowsBitsDoNotDependOnTheRowsComputedWithIt) {
-  SKIP_WITHOUT_BF16_KERNEL();
-  EXPECT_FALSE(linear_bf16_runs_fma(1));
-  if (!linear_bf16_runs_fma(512)) {
-    std::cout << "[ note ] this CPU's VDPBF16PS sums in another order than the SDM's pseudocode: "
-                 "every row count runs the dpbf16 kernel\n";
+  EXPECT_FALSE(linear_bf16_runs_dpbf16(512));
+  if (!linear_bf16_runs_dpbf16(1)) {
+    std::cout << "[ note ] no VDPBF16PS at this level (or this CPU's sums in another order than the "
+                 "SDM's pseudocode): every row count runs the fp32-FMA tiles\n";
   }
   const int shapes[][2] = {{64, 64}, {576, 576}, {577, 1000}, {1536, 576}, {576, 1536}};
   int seed = 0;
@@ -272,7 +264,6 @@ TEST(LinearBf16, ARowsBitsDoNotDependOnTheRowsComputedWithIt) {
 // Products and sums that fall below fp32's normal range: VDPBF16PS reads denormal inputs as zero
 // and flushes denormal results; the fma twin runs under DAZ and FTZ to match it.
 TEST(LinearBf16, TinyValuesGiveTheSameBitsInBothKernels) {
-  SKIP_WITHOUT_BF16_KERNEL();
   for (int in : {64, 577}) {
     const int out = 100;
     Problem p = make_problem(33, in, out, false, 900 + in);
@@ -300,7 +291,6 @@ TEST(LinearBf16, TinyValuesGiveTheSameBitsInBothKernels) {
 }
 
 TEST(LinearBf16, ResultsDoNotDependOnTheThreadCount) {
-  SKIP_WITHOUT_BF16_KERNEL();
   const int saved = omp_get_max_threads();
   int seed = 0;
   for (int rows : {1, 16, 512}) {
@@ -334,7 +324,6 @@ TEST(LinearBf16, RefusesWeightsThatAreNotBf16Values) {
 }
 
 TEST(LinearBf16, NoInputFeaturesGiveTheBias) {
-  SKIP_WITHOUT_BF16_KERNEL();
   const PackedBf16Weight packed(std::vector<float>{}, 20, 0, "empty");
   const std::vector<float> bias = bf16_values(20, 4, 1.0);
   for (int rows : {1, 16}) {
@@ -346,11 +335,7 @@ TEST(LinearBf16, NoInputFeaturesGiveTheBias) {
   }
 }
 
-TEST(LinearBf16, CpuModelUsesTheKernelForBf16ModelsUnlessTheEnvironmentSaysNo) {
-  SKIP_WITHOUT_BF16_KERNEL();
-  const char* saved = std::getenv("KVAUDIT_CPU_BF16_KERNEL");
-  const std::optional<std::string> saved_value =
-      saved != nullptr ? std::optional<std::string>(saved) : std::nullopt;
+TEST(LinearBf16, CpuModelUsesTheKernelForBf16ModelsOnly) {
   testing::RandomModelSpec spec;
   spec.hidden_size = 128;
   spec.intermediate_size = 512;
@@ -359,29 +344,15 @@ TEST(LinearBf16, CpuModelUsesTheKernelForBf16ModelsUnlessTheEnvironmentSaysNo) {
   spec.dtype = model::ComputeDtype::bf16;
   const model::ModelWeights weights = testing::make_random_model(spec);
   const std::vector<std::int32_t> tokens = testing::random_tokens(60, spec.vocab_size, 3);
-
-  unsetenv("KVAUDIT_CPU_BF16_KERNEL");
   CpuModel kernel(weights, AttentionBackend::sdpa);
-  setenv("KVAUDIT_CPU_BF16_KERNEL", "0", 1);
-  CpuModel twin(weights, AttentionBackend::sdpa);
-  if (saved_value) {
-    setenv("KVAUDIT_CPU_BF16_KERNEL", saved_value->c_str(), 1);
-  } else {
-    unsetenv("KVAUDIT_CPU_BF16_KERNEL");
-  }
   EXPECT_TRUE(kernel.uses_bf16_kernel());
-  EXPECT_FALSE(twin.uses_bf16_kernel());
   spec.dtype = model::ComputeDtype::f32;
   const model::ModelWeights f32_weights = testing::make_random_model(spec);
   EXPECT_FALSE(CpuModel(f32_weights, AttentionBackend::sdpa).uses_bf16_kernel());
 
   SequenceState a = kernel.new_sequence();
-  SequenceState b = twin.new_sequence();
   const LogitMatrix with = kernel.prefill(a, tokens, LogitRows::all);
-  const LogitMatrix without = twin.prefill(b, tokens, LogitRows::all);
   EXPECT_TRUE(testing::all_bf16_representable(with.values));
-  // Both are the same bf16 forward up to the order of fp32 sums in the GEMMs.
-  EXPECT_LE(testing::max_relative_error(with.values, without.values), 2e-2);
 }
 
 }  // namespace
