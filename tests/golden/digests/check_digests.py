@@ -116,7 +116,8 @@ def main():
     parser.add_argument("--kvaudit", required=True)
     parser.add_argument("--source", required=True)
     parser.add_argument("--work", required=True)
-    parser.add_argument("--levels", default="", help="comma-separated; default: every level here")
+    parser.add_argument("--levels", default="",
+                        help="comma-separated, or 'best'; default: every level here")
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
@@ -124,7 +125,12 @@ def main():
         print("SKIP: the embedded default model %s is absent (tools/fetch_default_model.sh)" % MODEL)
         return 77
     here = cpu_levels()
+    if args.levels == "best":
+        args.levels = here[-1] if here else ""
     levels = [level for level in args.levels.split(",") if level] or here
+    if not levels:
+        print("SKIP: this CPU has neither AVX2 nor FMA: only the scalar level, too slow for a study")
+        return 77
     for level in levels:
         if level not in here:
             print("SKIP: this CPU lacks level %s (it has %s)" % (level, ", ".join(here) or "none"))
