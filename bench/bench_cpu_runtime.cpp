@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "runners/cpu/cpu_isa.h"
 #include "runners/cpu/cpu_model.h"
 #include "runners/cpu/linear_bf16.h"
-#include "runners/cpu/cpu_isa.h"
 #include "runners/model/formats/bf16_cast.h"
 #include "runners/model/formats/load_weights.h"
 

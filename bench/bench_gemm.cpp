@@ -39,9 +39,9 @@ std::vector<float> values(std::size_t n, std::uint64_t seed) {
 }
 
 void set_flops(benchmark::State& state, int rows, int in, int out) {
-  state.counters["GFLOPS"] = benchmark::Counter(
-      2.0 * rows * in * out * static_cast<double>(state.iterations()) / 1e9,
-      benchmark::Counter::kIsRate);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * rows * in * out * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
 }
 
 void BM_Engine(benchmark::State& state) {
@@ -83,7 +83,7 @@ void BM_OpenBlas(benchmark::State& state) {
 
 // {in, out}: SmolLM2-135M (q/o 576×576, k/v 576→192, gate/up 576→1536, down 1536→576, lm_head
 // 576→49152) and Llama-3.1-8B (q/o 4096², k/v 4096→1024, gate/up 4096→14336, down 14336→4096).
-const int kShapes[][2] = {{576, 576},   {576, 192},   {576, 1536},   {1536, 576}, {576, 49152},
+const int kShapes[][2] = {{576, 576},   {576, 192},   {576, 1536},   {1536, 576},  {576, 49152},
                           {4096, 4096}, {4096, 1024}, {4096, 14336}, {14336, 4096}};
 
 void engine_arguments(benchmark::internal::Benchmark* b) {

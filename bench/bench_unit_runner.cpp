@@ -27,8 +27,8 @@
 
 #include "bench/courier_unit.h"
 #include "methods/method_factory.h"
-#include "runners/cpu/cpu_model.h"
 #include "runners/cpu/cpu_isa.h"
+#include "runners/cpu/cpu_model.h"
 #include "runners/model/formats/load_weights.h"
 #include "runners/model/tokenizer/tokenizer.h"
 #include "runners/unit/unit_runner.h"

@@ -1,8 +1,8 @@
-// The attention inner loops at each instruction-set level; see attention_math.h. attention_math_impl.h
-// is compiled three times here, each inside its own anonymous namespace with its level's target
-// attributes (as gemm_tiles.cpp does), and each public function dispatches on active_cpu_isa().
-// Contraction is off (CMakeLists.txt): the fused multiply-adds are the explicit fma() calls.
-// Compiled alone (unity_build.cmake).
+// The attention inner loops at each instruction-set level; see attention_math.h.
+// attention_math_impl.h is compiled three times here, each inside its own anonymous namespace with
+// its level's target attributes (as gemm_tiles.cpp does), and each public function dispatches on
+// active_cpu_isa(). Contraction is off (CMakeLists.txt): the fused multiply-adds are the explicit
+// fma() calls. Compiled alone (unity_build.cmake).
 #include "runners/cpu/attention_math.h"
 
 #include <immintrin.h>
@@ -23,6 +23,7 @@ namespace {
 #define KVAUDIT_SIMD_FN inline __attribute__((always_inline))
 #define KVAUDIT_SIMD_TARGET
 #include "runners/cpu/simd16_impl.h"
+// (the kernels, written over its V)
 #include "runners/cpu/attention_math_impl.h"
 #undef KVAUDIT_SIMD_LEVEL
 #undef KVAUDIT_SIMD_FN
@@ -36,6 +37,7 @@ namespace {
 #define KVAUDIT_SIMD_FN inline __attribute__((always_inline, target("avx2,fma")))
 #define KVAUDIT_SIMD_TARGET __attribute__((target("avx2,fma")))
 #include "runners/cpu/simd16_impl.h"
+// (the kernels, written over its V)
 #include "runners/cpu/attention_math_impl.h"
 #undef KVAUDIT_SIMD_LEVEL
 #undef KVAUDIT_SIMD_FN
@@ -50,6 +52,7 @@ namespace {
   inline __attribute__((always_inline, target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 #define KVAUDIT_SIMD_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 #include "runners/cpu/simd16_impl.h"
+// (the kernels, written over its V)
 #include "runners/cpu/attention_math_impl.h"
 #undef KVAUDIT_SIMD_LEVEL
 #undef KVAUDIT_SIMD_FN
@@ -58,16 +61,16 @@ namespace {
 }  // namespace attention_avx512
 
 // Calls `name` of the active level's namespace.
-#define KVAUDIT_AT_LEVEL(name, ...)                \
-  switch (active_cpu_isa()) {                      \
-    case CpuIsa::scalar:                           \
-      return attention_scalar::name(__VA_ARGS__);  \
-    case CpuIsa::avx2:                             \
-      return attention_avx2::name(__VA_ARGS__);    \
-    case CpuIsa::avx512:                           \
-    case CpuIsa::avx512bf16:                       \
-      return attention_avx512::name(__VA_ARGS__);  \
-  }                                                \
+#define KVAUDIT_AT_LEVEL(name, ...)               \
+  switch (active_cpu_isa()) {                     \
+    case CpuIsa::scalar:                          \
+      return attention_scalar::name(__VA_ARGS__); \
+    case CpuIsa::avx2:                            \
+      return attention_avx2::name(__VA_ARGS__);   \
+    case CpuIsa::avx512:                          \
+    case CpuIsa::avx512bf16:                      \
+      return attention_avx512::name(__VA_ARGS__); \
+  }                                               \
   return attention_scalar::name(__VA_ARGS__)
 
 void eager_probabilities(float* scores, std::size_t count, float scale, bool bf16) {

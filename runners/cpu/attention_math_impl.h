@@ -8,9 +8,8 @@
 // fused chain over e in order.
 template <std::size_t Rows>
 KVAUDIT_SIMD_FN void score_rows(const float* queries, std::size_t query_stride,
-                                const float* key_panels, std::size_t first_key,
-                                std::size_t columns, std::size_t dim, float* scores,
-                                std::size_t score_stride) {
+                                const float* key_panels, std::size_t first_key, std::size_t columns,
+                                std::size_t dim, float* scores, std::size_t score_stride) {
   static_assert(kKeyPanel == 32);
   for (std::size_t j0 = 0; j0 < columns; j0 += kKeyPanel) {
     const float* panel = key_panels + (first_key + j0) / kKeyPanel * dim * kKeyPanel;
@@ -45,7 +44,8 @@ KVAUDIT_SIMD_FN void accumulate_rows(const float* weights, std::size_t weight_st
     for (std::size_t r = 0; r < Rows; ++r) a[r] = load(accumulators + r * accumulator_stride + d0);
     for (std::size_t j = begin; j < end; ++j) {
       const V v = load(values + j * dim + d0);
-      for (std::size_t r = 0; r < Rows; ++r) a[r] = fma(broadcast(weights[r * weight_stride + j]), v, a[r]);
+      for (std::size_t r = 0; r < Rows; ++r)
+        a[r] = fma(broadcast(weights[r * weight_stride + j]), v, a[r]);
     }
     for (std::size_t r = 0; r < Rows; ++r) store(accumulators + r * accumulator_stride + d0, a[r]);
   }
@@ -159,7 +159,8 @@ KVAUDIT_SIMD_FN float online_row(float* s, std::size_t count, float scale_log2, 
                                ? 0.0f
                                : vector_exp2(std::fma(running_max, scale_log2, -max_scaled));
 #pragma omp simd
-  for (std::size_t j = 0; j < count; ++j) s[j] = vector_exp2(std::fma(s[j], scale_log2, -max_scaled));
+  for (std::size_t j = 0; j < count; ++j)
+    s[j] = vector_exp2(std::fma(s[j], scale_log2, -max_scaled));
   const float block_sum = sum16(s, count);
   if constexpr (Bf16) {
 #pragma omp simd

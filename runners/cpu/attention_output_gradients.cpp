@@ -1,7 +1,6 @@
 // The decoder's backward for KVgrad's objective; formulas in attention_output_gradients.h.
 #include "runners/cpu/attention_output_gradients.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -68,11 +67,12 @@ void rope_backward(std::vector<float>& g, int rows, int heads, int d, const std:
   }
 }
 
-// One query head's softmax attention backward (gemm(), linear.h): rows t = 0..T−1 with queries q [T, d] and
-// output gradients go [T, d] attend over n entries (keys, values [n, d]; row t sees the first
-// visible[t]); the last T entries are the rows' own. With S = scale·QKᵀ, P = softmax(S) (masked),
-// ∂P = ∂O Vᵀ and ∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P)): ∂Q += scale·∂S K, and for the rows' own entries
-// ∂K += scale·∂Sᵀ Q, ∂V += Pᵀ ∂O. Leading dimensions: ldq for q, go and gq; ldkv for gk and gv.
+// One query head's softmax attention backward (gemm(), linear.h): rows t = 0..T−1 with queries q
+// [T, d] and output gradients go [T, d] attend over n entries (keys, values [n, d]; row t sees the
+// first visible[t]); the last T entries are the rows' own. With S = scale·QKᵀ, P = softmax(S)
+// (masked), ∂P = ∂O Vᵀ and ∂S = P ⊙ (∂P − rowsum(P ⊙ ∂P)): ∂Q += scale·∂S K, and for the rows' own
+// entries ∂K += scale·∂Sᵀ Q, ∂V += Pᵀ ∂O. Leading dimensions: ldq for q, go and gq; ldkv for gk and
+// gv.
 void attention_head_backward(int T, int n, int d, float scale, const std::vector<int>& visible,
                              const float* q, int ldq, const float* go, int ldgo, const float* keys,
                              const float* values, float* gq, int ldgq, float* gk, float* gv,

@@ -86,8 +86,8 @@ std::string describe_active_cpu_isa() {
   std::string text(cpu_isa_name(active));
   const std::optional<CpuIsa> requested = requested_cpu_isa();
   if (requested && *requested != active) {
-    text += " (" + std::string(kVariable) + "=" + std::string(cpu_isa_name(*requested)) +
-            ", capped)";
+    text +=
+        " (" + std::string(kVariable) + "=" + std::string(cpu_isa_name(*requested)) + ", capped)";
   }
   return text;
 }

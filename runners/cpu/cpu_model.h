@@ -171,8 +171,8 @@ class CpuModel final : public unit::InferenceEngine {
   struct PackedLayer {
     Packed q, k, v, o, gate, up, down;
   };
-  std::vector<PackedLayer<PackedBf16Weight>> packed_layers_;   // [num_layers] or empty
-  PackedBf16Weight packed_output_;                             // lm_head, or tied embed_tokens
+  std::vector<PackedLayer<PackedBf16Weight>> packed_layers_;     // [num_layers] or empty
+  PackedBf16Weight packed_output_;                               // lm_head, or tied embed_tokens
   std::vector<PackedLayer<PackedF32Weight>> packed_f32_layers_;  // [num_layers] or empty
   PackedF32Weight packed_f32_output_;
 };

@@ -20,6 +20,7 @@ namespace {
 constexpr int kMaxRows = 4;
 constexpr int kMaxBlocks = 1;
 #include "runners/cpu/simd16_impl.h"
+// (the kernels, written over its V)
 #include "runners/cpu/gemm_tile_impl.h"
 #undef KVAUDIT_SIMD_LEVEL
 #undef KVAUDIT_SIMD_FN
@@ -35,6 +36,7 @@ namespace {
 constexpr int kMaxRows = 6;
 constexpr int kMaxBlocks = 1;
 #include "runners/cpu/simd16_impl.h"
+// (the kernels, written over its V)
 #include "runners/cpu/gemm_tile_impl.h"
 #undef KVAUDIT_SIMD_LEVEL
 #undef KVAUDIT_SIMD_FN
@@ -51,6 +53,7 @@ namespace {
 constexpr int kMaxRows = 6;
 constexpr int kMaxBlocks = 4;
 #include "runners/cpu/simd16_impl.h"
+// (the kernels, written over its V)
 #include "runners/cpu/gemm_tile_impl.h"
 #undef KVAUDIT_SIMD_LEVEL
 #undef KVAUDIT_SIMD_FN

@@ -35,8 +35,9 @@ PanelView pack_panel(const float* b, std::size_t step_stride, std::size_t output
     const float* column = b + static_cast<std::size_t>(o + j) * output_stride +
                           static_cast<std::size_t>(s0) * step_stride;
     float* out = panel.data() + j;
-    for (int s = 0; s < sc; ++s) out[static_cast<std::size_t>(s) * kPanelOutputs] =
-        column[static_cast<std::size_t>(s) * step_stride];
+    for (int s = 0; s < sc; ++s)
+      out[static_cast<std::size_t>(s) * kPanelOutputs] =
+          column[static_cast<std::size_t>(s) * step_stride];
   }
   return {panel.data(), kBlock, kPanelOutputs};
 }
@@ -103,7 +104,8 @@ PackedF32Weight::PackedF32Weight(std::span<const float> weight, int out_features
 void linear(std::span<const float> x, int rows, int in_features, std::span<const float> weight,
             int out_features, std::span<const float> bias, Rounding rounding, std::span<float> y) {
   check_linear_shapes(x, rows, in_features, out_features, bias, y);
-  require_size(weight, static_cast<std::size_t>(out_features) * static_cast<std::size_t>(in_features),
+  require_size(weight,
+               static_cast<std::size_t>(out_features) * static_cast<std::size_t>(in_features),
                "linear: weight");
   if (rows == 0 || out_features == 0) return;
   const tiles::TileKernel& kernel = tiles::tile_kernel(active_cpu_isa());
@@ -112,11 +114,11 @@ void linear(std::span<const float> x, int rows, int in_features, std::span<const
       y.data(), rows, in_features, out_features, bias, rounding, [&](int first, int count) {
         thread_local std::vector<float> panel;
         tiles::run_tiles(kernel, x.data(), in, rows, in_features, first, count, y.data(),
-                        static_cast<std::size_t>(out_features), [&](int o, int s0, int sc) {
-                          return pack_panel(weight.data(), 1, in, o,
-                                            std::min(kPanelOutputs, out_features - o), s0, sc,
-                                            panel);
-                        });
+                         static_cast<std::size_t>(out_features), [&](int o, int s0, int sc) {
+                           return pack_panel(weight.data(), 1, in, o,
+                                             std::min(kPanelOutputs, out_features - o), s0, sc,
+                                             panel);
+                         });
       });
 }
 
@@ -135,11 +137,11 @@ void linear(std::span<const float> x, int rows, int in_features, const PackedF32
   for_each_output_slice(
       y.data(), rows, in_features, out_features, bias, rounding, [&](int first, int count) {
         tiles::run_tiles(kernel, x.data(), in, rows, in_features, first, count, y.data(),
-                        static_cast<std::size_t>(out_features), [&](int o, int s0, int) {
-                          const float* w = weight.data() + static_cast<std::size_t>(o) * in +
-                                           static_cast<std::size_t>(s0) * kBlock;
-                          return PanelView{w, in * kBlock, kBlock};
-                        });
+                         static_cast<std::size_t>(out_features), [&](int o, int s0, int) {
+                           const float* w = weight.data() + static_cast<std::size_t>(o) * in +
+                                            static_cast<std::size_t>(s0) * kBlock;
+                           return PanelView{w, in * kBlock, kBlock};
+                         });
       });
 }
 
@@ -162,7 +164,8 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const fl
   if (trans_a) {
     a_rows.resize(mm * kk);
     for (std::size_t l = 0; l < kk; ++l) {
-      for (std::size_t i = 0; i < mm; ++i) a_rows[i * kk + l] = a[l * static_cast<std::size_t>(lda) + i];
+      for (std::size_t i = 0; i < mm; ++i)
+        a_rows[i * kk + l] = a[l * static_cast<std::size_t>(lda) + i];
     }
     x = a_rows.data();
     x_stride = kk;
@@ -182,10 +185,10 @@ void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const fl
     if (count <= 0) continue;
     thread_local std::vector<float> panel;
     tiles::run_tiles(kernel, x, x_stride, m, k, first, count, product.data(), nn,
-                    [&](int o, int s0, int sc) {
-                      return pack_panel(b, step_stride, output_stride, o,
-                                        std::min(kPanelOutputs, n - o), s0, sc, panel);
-                    });
+                     [&](int o, int s0, int sc) {
+                       return pack_panel(b, step_stride, output_stride, o,
+                                         std::min(kPanelOutputs, n - o), s0, sc, panel);
+                     });
   }
   for (std::size_t i = 0; i < mm; ++i) {
     float* ci = c + i * static_cast<std::size_t>(ldc);

@@ -209,7 +209,6 @@ KVAUDIT_BF16_TARGET bool dpbf16_follows_the_sdm_order() {
   return _mm512_cvtss_f32(acc) == 1.0f + 0x1p-23f;
 }
 
-
 // Outputs [first, first + count) of every row (first a multiple of 64), before bias and rounding,
 // with the dpbf16 kernel: panels of weights in L2, row tiles streaming past them.
 void dpbf16_slice(const std::uint32_t* x_pairs, int rows, const PackedBf16Weight& weight, int first,
@@ -259,14 +258,14 @@ void canonical_slice(const tiles::TileKernel& kernel, const float* x_widened, in
   _mm_setcsr((saved_mxcsr & ~kMxcsrRounding) | kMxcsrFtzDaz);
   static_assert(tiles::kStepBlock % 2 == 0 && tiles::kPanelOutputs == kSliceAlign);
   tiles::run_tiles(kernel, x_widened, 2 * pairs, rows, static_cast<int>(2 * pairs), first, count, y,
-                  static_cast<std::size_t>(out), [&](int o, int s0, int sc) {
-                    const int outputs = std::min(kSliceAlign, out - o);
-                    widen_panel(weight.data() + static_cast<std::size_t>(o / kBlock) * packed_block,
-                                pairs, (outputs + kBlock - 1) / kBlock,
-                                static_cast<std::size_t>(s0 / 2), static_cast<std::size_t>(sc / 2),
-                                panel.data());
-                    return tiles::PanelView{panel.data(), kBlock, kSliceAlign};
-                  });
+                   static_cast<std::size_t>(out), [&](int o, int s0, int sc) {
+                     const int outputs = std::min(kSliceAlign, out - o);
+                     widen_panel(
+                         weight.data() + static_cast<std::size_t>(o / kBlock) * packed_block, pairs,
+                         (outputs + kBlock - 1) / kBlock, static_cast<std::size_t>(s0 / 2),
+                         static_cast<std::size_t>(sc / 2), panel.data());
+                     return tiles::PanelView{panel.data(), kBlock, kSliceAlign};
+                   });
   _mm_setcsr(saved_mxcsr);
 }
 

@@ -1,4 +1,5 @@
-// Linear layers of bf16 models (docs/design/numerics.md §Linear layers, §Canonical evaluation order):
+// Linear layers of bf16 models (docs/design/numerics.md §Linear layers, §Canonical evaluation
+// order):
 //   y [rows, out] = x [rows, in] · Wᵀ (+ bias),  W row-major [out, in] (HF layout)
 // with bf16 x and W and fp32 accumulation, the bias added in fp32 afterwards, then round_all
 // (Rounding::bf16 rounds every output to bf16) — the contract of linear() (linear.h).

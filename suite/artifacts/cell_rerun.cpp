@@ -155,7 +155,8 @@ RerunSummary rerun_cells(const reduce::LoadedStudy& study, const RerunOptions& o
             << core_now << " — summation order changes greedy ties)\n";
       } else {
         out << ": same device and backend, and both runs used the canonical CPU evaluation order ("
-            << core << " then, " << core_now << " now; the level does not change bits) — a real "
+            << core << " then, " << core_now
+            << " now; the level does not change bits) — a real "
                "discrepancy\n";
       }
     }

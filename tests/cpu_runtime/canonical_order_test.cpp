@@ -82,8 +82,8 @@ void expect_same_bits_everywhere(const std::string& what, Compute&& compute) {
 }
 
 const int kShapes[][3] = {  // rows, in, out
-    {1, 64, 64},   {1, 576, 1536}, {3, 577, 100}, {6, 1536, 576},
-    {7, 33, 17},   {13, 576, 576}, {33, 300, 1000}, {200, 576, 192}};
+    {1, 64, 64}, {1, 576, 1536}, {3, 577, 100},   {6, 1536, 576},
+    {7, 33, 17}, {13, 576, 576}, {33, 300, 1000}, {200, 576, 192}};
 
 TEST(CanonicalOrder, LinearEqualsTheFmaChainSpelledOut) {
   for (const auto& shape : kShapes) {
@@ -146,10 +146,12 @@ TEST(CanonicalOrder, GemmInEveryOrientationIsTheSameEverywhereAndEqualsLinear) {
   const std::vector<float> b = random_values(static_cast<std::size_t>(k) * n, 8);
   std::vector<float> a_t(a.size()), b_t(b.size());
   for (int i = 0; i < m; ++i) {
-    for (int l = 0; l < k; ++l) a_t[static_cast<std::size_t>(l) * m + i] = a[static_cast<std::size_t>(i) * k + l];
+    for (int l = 0; l < k; ++l)
+      a_t[static_cast<std::size_t>(l) * m + i] = a[static_cast<std::size_t>(i) * k + l];
   }
   for (int l = 0; l < k; ++l) {
-    for (int j = 0; j < n; ++j) b_t[static_cast<std::size_t>(j) * k + l] = b[static_cast<std::size_t>(l) * n + j];
+    for (int j = 0; j < n; ++j)
+      b_t[static_cast<std::size_t>(j) * k + l] = b[static_cast<std::size_t>(l) * n + j];
   }
   const std::vector<float> start = random_values(static_cast<std::size_t>(m) * n, 9);
   std::vector<float> first;

@@ -11,12 +11,14 @@
 
 int main(int argc, char** argv) {
   bool listing = false;  // gtest_discover_tests parses the list: print nothing else then
-  for (int i = 1; i < argc; ++i) listing = listing || std::strcmp(argv[i], "--gtest_list_tests") == 0;
+  for (int i = 1; i < argc; ++i)
+    listing = listing || std::strcmp(argv[i], "--gtest_list_tests") == 0;
   try {
     kvaudit::cpu::active_cpu_isa();
-    if (!listing) std::cout << "CPU engine instruction-set level: " << kvaudit::cpu::describe_active_cpu_isa()
-              << " (CPU: " << kvaudit::cpu::cpu_isa_name(kvaudit::cpu::detected_cpu_isa())
-              << ")\n";
+    if (!listing)
+      std::cout << "CPU engine instruction-set level: " << kvaudit::cpu::describe_active_cpu_isa()
+                << " (CPU: " << kvaudit::cpu::cpu_isa_name(kvaudit::cpu::detected_cpu_isa())
+                << ")\n";
   } catch (const std::invalid_argument& e) {
     std::cerr << e.what() << "\n";
     return 2;

@@ -229,8 +229,9 @@ TEST(LinearBf16, UnroundedSumsAreTheFixedOrderFp32SumsOfTheExactProducts) {
 TEST(LinearBf16, ARowsBitsDoNotDependOnTheRowsComputedWithIt) {
   EXPECT_FALSE(linear_bf16_runs_dpbf16(512));
   if (!linear_bf16_runs_dpbf16(1)) {
-    std::cout << "[ note ] no VDPBF16PS at this level (or this CPU's sums in another order than the "
-                 "SDM's pseudocode): every row count runs the fp32-FMA tiles\n";
+    std::cout
+        << "[ note ] no VDPBF16PS at this level (or this CPU's sums in another order than the "
+           "SDM's pseudocode): every row count runs the fp32-FMA tiles\n";
   }
   const int shapes[][2] = {{64, 64}, {576, 576}, {577, 1000}, {1536, 576}, {576, 1536}};
   int seed = 0;
