@@ -4,11 +4,13 @@
 // steps: `panel(o, s0, sc)` gives the weights of outputs o … o+63 (16-float blocks, zero past the
 // last output) for steps s0 … s0+sc−1, and every row tile continues the output's fma chain where
 // the previous block of steps left it in y. The order of each output's chain is therefore always
-// step 0, 1, …, S−1, whatever the blocking, the tile shape or the level.
+// step 0, 1, …, S−1, whatever the blocking, the tile shape or the level. A panel of packed bf16
+// pairs (PanelView::pairs; s0 and sc even) runs on the bf16 tiles.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 #include "runners/cpu/gemm_tiles.h"
 
@@ -19,9 +21,10 @@ inline constexpr int kStepBlock = 256;    // steps per block (a 64-output panel:
 inline constexpr int kRowBlock = 192;     // rows per block (their x for one step block: L2)
 
 struct PanelView {
-  const float* w;            // block 0, step s0
-  std::size_t block_stride;  // floats between blocks
-  std::size_t step_stride;   // floats between steps
+  const float* w;                        // f32: block 0, step s0
+  std::size_t block_stride;              // elements between blocks
+  std::size_t step_stride;               // f32: floats between steps; bf16: between pairs
+  const std::uint32_t* pairs = nullptr;  // bf16 (TileKernel::run_bf16): block 0, pair s0 / 2
 };
 
 template <class Panel>
@@ -50,7 +53,9 @@ void run_tiles(const TileKernel& kernel, const float* x, std::size_t x_stride, i
             TileArgs a;
             a.x = x + static_cast<std::size_t>(r) * x_stride + static_cast<std::size_t>(s0);
             a.x_stride = x_stride;
-            a.w = view.w + static_cast<std::size_t>(g) * view.block_stride;
+            const std::size_t block_offset = static_cast<std::size_t>(g) * view.block_stride;
+            a.w = view.w != nullptr ? view.w + block_offset : nullptr;
+            a.pairs = view.pairs != nullptr ? view.pairs + block_offset : nullptr;
             a.block_stride = view.block_stride;
             a.step_stride = view.step_stride;
             a.steps = sc;
@@ -60,7 +65,7 @@ void run_tiles(const TileKernel& kernel, const float* x, std::size_t x_stride, i
             a.last_block_outputs =
                 g + tile_blocks == blocks ? outputs - (blocks - 1) * kBlock : kBlock;
             a.load_y = s0 > 0;
-            kernel.run(a, tile_rows, tile_blocks);
+            (view.pairs != nullptr ? kernel.run_bf16 : kernel.run)(a, tile_rows, tile_blocks);
           }
         }
       }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 namespace kvaudit::cpu::tiles {
@@ -63,11 +64,14 @@ constexpr int kMaxBlocks = 4;
 
 const TileKernel& tile_kernel(CpuIsa isa) {
   static constexpr TileKernel scalar{level_scalar::kMaxRows, level_scalar::kMaxBlocks,
-                                     &level_scalar::f32_tile};
+                                     &level_scalar::f32_tile, &level_scalar::bf16_tile,
+                                     &level_scalar::widen_bf16_panel};
   static constexpr TileKernel avx2{level_avx2::kMaxRows, level_avx2::kMaxBlocks,
-                                   &level_avx2::f32_tile};
+                                   &level_avx2::f32_tile, &level_avx2::bf16_tile,
+                                   &level_avx2::widen_bf16_panel};
   static constexpr TileKernel avx512{level_avx512::kMaxRows, level_avx512::kMaxBlocks,
-                                     &level_avx512::f32_tile};
+                                     &level_avx512::f32_tile, &level_avx512::bf16_tile,
+                                     &level_avx512::widen_bf16_panel};
   switch (isa) {
     case CpuIsa::scalar:
       return scalar;

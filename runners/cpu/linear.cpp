@@ -39,7 +39,7 @@ PanelView pack_panel(const float* b, std::size_t step_stride, std::size_t output
       out[static_cast<std::size_t>(s) * kPanelOutputs] =
           column[static_cast<std::size_t>(s) * step_stride];
   }
-  return {panel.data(), kBlock, kPanelOutputs};
+  return {panel.data(), kBlock, kPanelOutputs, nullptr};
 }
 
 void check_linear_shapes(std::span<const float> x, int rows, int in_features, int out_features,
@@ -140,7 +140,7 @@ void linear(std::span<const float> x, int rows, int in_features, const PackedF32
                          static_cast<std::size_t>(out_features), [&](int o, int s0, int) {
                            const float* w = weight.data() + static_cast<std::size_t>(o) * in +
                                             static_cast<std::size_t>(s0) * kBlock;
-                           return PanelView{w, in * kBlock, kBlock};
+                           return PanelView{w, in * kBlock, kBlock, nullptr};
                          });
       });
 }

@@ -3,16 +3,16 @@
 // Every level computes one chain per output: for each input pair p in order, acc = fma(x[2p+1],
 // w[2p+1], acc), then acc = fma(x[2p], w[2p], acc), in fp32 with round-to-nearest-even, denormals
 // read as zero and flushed (MXCSR DAZ/FTZ) — what VDPBF16PS does. Two ways to get those bits:
-//  * canonical (every level): x and the weights widened to fp32 in that order (x once per call,
-//    the weights one 64-output × kStepBlock panel at a time into a thread-local buffer) and run
-//    through gemm_tiles.h's f32 tiles under DAZ/FTZ. A bf16 product is exact in fp32, so each FMA
-//    rounds exactly the sum VDPBF16PS rounds.
+//  * canonical (every level): x widened to fp32 in that order once per call, the packed weights
+//    widened in registers by gemm_tiles.h's bf16 tiles (few rows) or into an f32 panel shared by
+//    all rows (many rows), then fp32 FMAs under DAZ/FTZ. A bf16 product is exact in fp32, so each
+//    FMA rounds exactly the sum VDPBF16PS rounds.
 //  * dpbf16 (avx512bf16 only, fewer than kFmaMinRows rows): a register tile of up to 6 rows × 4
 //    blocks of 16 outputs, one VDPBF16PS per pair on the packed weights as they are (half the
 //    bytes of f32, what decoding is bound by). Used only where a start-up probe finds this CPU's
 //    VDPBF16PS summing in the SDM's order, i.e. giving the canonical bits; from kFmaMinRows rows
 //    on the canonical path is faster (VDPBF16PS issues at half the multiply-add rate of
-//    VFMADD231PS on Sapphire Rapids), and widening is paid back.
+//    VFMADD231PS on Sapphire Rapids).
 // Nothing about a tile or a level changes the operations one output sees, hence row, thread and
 // machine invariance. Threads: the slices of linear() (multiples of 64 outputs).
 #include "runners/cpu/linear_bf16.h"
@@ -28,7 +28,9 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "runners/cpu/cache_line_allocator.h"
 #include "runners/cpu/cpu_isa.h"
 #include "runners/cpu/gemm_driver.h"
 #include "runners/cpu/linear.h"
@@ -49,6 +51,9 @@ static_assert(kSliceAlign == kTileBlocks * kBlock);
 constexpr std::size_t kPanelBytes = 512 * 1024;
 // From this many rows on, the canonical path runs even where dpbf16 could.
 constexpr int kFmaMinRows = 12;
+// From this many rows on, the canonical path widens weight panels once for all rows rather than in
+// every tile's registers.
+constexpr int kWidenedPanelMinRows = 12;
 // MXCSR: round-to-nearest-even (bits 13-14 clear), flush-to-zero (bit 15), denormals-are-zero
 // (bit 6).
 constexpr unsigned kMxcsrRounding = 0x6000u;
@@ -118,31 +123,6 @@ struct TileRow {
 constexpr const TileFn* kDpbf16Tiles[kTileRows] = {TileRow<1>::dpbf16, TileRow<2>::dpbf16,
                                                    TileRow<3>::dpbf16, TileRow<4>::dpbf16,
                                                    TileRow<5>::dpbf16, TileRow<6>::dpbf16};
-
-// Pairs [first_pair, first_pair + count) of the packed blocks of outputs o … o+63 (`blocks` of
-// them; a missing block reads as zeros) → fp32 panel [2 × count][64]: step 2p holds w[2p+1] (a
-// lane's high half), step 2p + 1 holds w[2p] (the low half). Bit moves only: the same at every
-// level.
-void widen_panel(const std::uint32_t* packed, std::size_t pairs, int blocks, std::size_t first_pair,
-                 std::size_t count, float* out) {
-  const std::size_t packed_block = pairs * kBlock;
-  for (std::size_t p = 0; p < count; ++p) {
-    float* high = out + 2 * p * kSliceAlign;
-    float* low = high + kSliceAlign;
-    for (int b = 0; b < kTileBlocks; ++b) {
-      if (b >= blocks) {
-        std::fill(high + b * kBlock, high + (b + 1) * kBlock, 0.0f);
-        std::fill(low + b * kBlock, low + (b + 1) * kBlock, 0.0f);
-        continue;
-      }
-      const std::uint32_t* lanes = packed + b * packed_block + (first_pair + p) * kBlock;
-      for (int i = 0; i < kBlock; ++i) {
-        high[b * kBlock + i] = std::bit_cast<float>(lanes[i] & 0xffff0000u);
-        low[b * kBlock + i] = std::bit_cast<float>(lanes[i] << 16);
-      }
-    }
-  }
-}
 
 // x [rows, in] rounded to bf16 (model::f32_to_bf16_bits) and widened in VDPBF16PS's order: row r
 // of `widened` [rows][2 × pairs] holds x[1], x[0], x[3], x[2], … (an odd `in` padded by a zero).
@@ -244,28 +224,43 @@ void dpbf16_slice(const std::uint32_t* x_pairs, int rows, const PackedBf16Weight
   }
 }
 
-// The same on the canonical path (x_widened: widen_rows_to_bf16's [rows][2 × pairs]), with the
-// active level's f32 tiles under DAZ/FTZ: per 64-output panel and block of tiles::kStepBlock steps
-// the weights are widened into a thread-local buffer that every row tile then reads.
+// The same on the canonical path (x_widened: widen_rows_to_bf16's [rows][2 × pairs]) with the
+// active level's tiles under DAZ/FTZ. Fewer than kWidenedPanelMinRows rows: the bf16 tiles, which
+// widen the packed pairs in registers (decoding reads half the bytes of f32). From that many rows
+// on: per 64-output panel and block of tiles::kStepBlock steps, the weights widened once into a
+// thread-local f32 panel that every row tile reads with the f32 tiles (faster once the widening is
+// shared by enough rows). Both give the same bits.
 void canonical_slice(const tiles::TileKernel& kernel, const float* x_widened, int rows,
                      const PackedBf16Weight& weight, int first, int count, float* y) {
   const std::size_t pairs = static_cast<std::size_t>(weight.pairs());
   const std::size_t packed_block = pairs * kBlock;
   const int out = weight.out_features();
-  thread_local std::vector<float, detail::CacheLineAllocator<float>> panel;
-  panel.resize(static_cast<std::size_t>(tiles::kStepBlock) * kSliceAlign);
+  const auto packed_at = [&](int o, int s0) {
+    return weight.data() + static_cast<std::size_t>(o / kBlock) * packed_block +
+           static_cast<std::size_t>(s0 / 2) * kBlock;
+  };
   const unsigned saved_mxcsr = _mm_getcsr();
   _mm_setcsr((saved_mxcsr & ~kMxcsrRounding) | kMxcsrFtzDaz);
-  static_assert(tiles::kStepBlock % 2 == 0 && tiles::kPanelOutputs == kSliceAlign);
-  tiles::run_tiles(kernel, x_widened, 2 * pairs, rows, static_cast<int>(2 * pairs), first, count, y,
-                   static_cast<std::size_t>(out), [&](int o, int s0, int sc) {
-                     const int outputs = std::min(kSliceAlign, out - o);
-                     widen_panel(
-                         weight.data() + static_cast<std::size_t>(o / kBlock) * packed_block, pairs,
-                         (outputs + kBlock - 1) / kBlock, static_cast<std::size_t>(s0 / 2),
-                         static_cast<std::size_t>(sc / 2), panel.data());
-                     return tiles::PanelView{panel.data(), kBlock, kSliceAlign};
-                   });
+  static_assert(tiles::kStepBlock % 2 == 0 && tiles::kBlock == kBlock &&
+                tiles::kPanelOutputs == kSliceAlign);
+  if (rows < kWidenedPanelMinRows) {
+    tiles::run_tiles(kernel, x_widened, 2 * pairs, rows, static_cast<int>(2 * pairs), first, count,
+                     y, static_cast<std::size_t>(out), [&](int o, int s0, int) {
+                       return tiles::PanelView{nullptr, packed_block, kBlock, packed_at(o, s0)};
+                     });
+  } else {
+    thread_local std::vector<float, detail::CacheLineAllocator<float>> panel;
+    panel.resize(static_cast<std::size_t>(tiles::kStepBlock) * kSliceAlign);
+    tiles::run_tiles(kernel, x_widened, 2 * pairs, rows, static_cast<int>(2 * pairs), first, count,
+                     y, static_cast<std::size_t>(out), [&](int o, int s0, int sc) {
+                       const int outputs = std::min(kSliceAlign, out - o);
+                       kernel.widen_bf16_panel(packed_at(o, s0), packed_block,
+                                               (outputs + kBlock - 1) / kBlock, sc / 2,
+                                               panel.data());
+                       return tiles::PanelView{panel.data(), static_cast<std::size_t>(sc) * kBlock,
+                                               kBlock, nullptr};
+                     });
+  }
   _mm_setcsr(saved_mxcsr);
 }
 

@@ -223,9 +223,9 @@ TEST(LinearBf16, UnroundedSumsAreTheFixedOrderFp32SumsOfTheExactProducts) {
             << "); " << spelled_out << " bit-equal to the SDM-order scalar spelling\n";
 }
 
-// At the avx512bf16 level few rows run the VDPBF16PS kernel, many the fp32-FMA tiles
-// (linear_bf16.cpp): the row counts below cross that boundary, so this also checks that the two
-// give the same bits.
+// Fewer than 12 rows run the bf16 tiles (weights widened in registers; at the avx512bf16 level the
+// VDPBF16PS kernel), more the f32 tiles on a widened panel (linear_bf16.cpp): the row counts
+// below cross that boundary, so this also checks that the paths give the same bits.
 TEST(LinearBf16, ARowsBitsDoNotDependOnTheRowsComputedWithIt) {
   EXPECT_FALSE(linear_bf16_runs_dpbf16(512));
   if (!linear_bf16_runs_dpbf16(1)) {
