@@ -82,13 +82,9 @@ PackedF32Weight::PackedF32Weight(std::span<const float> weight, int out_features
                                  std::string_view name)
     : out_features_(out_features), in_features_(in_features) {
   const std::string what(name);
-  if (out_features < 0 || in_features < 0) {
-    throw std::invalid_argument(what + ": negative shape [" + std::to_string(out_features) + ", " +
-                                std::to_string(in_features) + "]");
-  }
+  require_weight_shape(weight, out_features, in_features, what);
   const std::size_t out = static_cast<std::size_t>(out_features);
   const std::size_t in = static_cast<std::size_t>(in_features);
-  require_size(weight, out * in, what.c_str());
   const std::size_t blocks = (out + kBlock - 1) / kBlock;
   storage_.assign(blocks * in * kBlock, 0.0f);
 #pragma omp parallel for schedule(static) if (out * in > (std::size_t{1} << 20))

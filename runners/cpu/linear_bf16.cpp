@@ -276,13 +276,9 @@ PackedBf16Weight::PackedBf16Weight(std::span<const float> weight, int out_featur
                                    std::string_view name)
     : out_features_(out_features), in_features_(in_features) {
   const std::string what(name);
-  if (out_features < 0 || in_features < 0) {
-    throw std::invalid_argument(what + ": negative shape [" + std::to_string(out_features) + ", " +
-                                std::to_string(in_features) + "]");
-  }
+  require_weight_shape(weight, out_features, in_features, what);
   const std::size_t out = static_cast<std::size_t>(out_features);
   const std::size_t in = static_cast<std::size_t>(in_features);
-  require_size(weight, out * in, what.c_str());
   // A bf16 value is an f32 whose low 16 bits are zero. Checked first (no exception may leave an
   // OpenMP region), then packed block by block (16 rows read in order, one block written).
   const auto bits_of = [&](std::size_t index) {
