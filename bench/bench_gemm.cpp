@@ -7,8 +7,8 @@
 //   BM_Engine/<f32|bf16>/rows:R/in:K/out:N    kvaudit's linear (packed weights) or linear_bf16
 //   BM_OpenBlas/rows:R/in:K/out:N             cblas_sgemm(RowMajor, NoTrans, Trans), f32
 // The level is KVAUDIT_CPU_ISA's (default: the CPU's best); OpenBLAS's kernel set is its own
-// choice or OPENBLAS_CORETYPE's (Haswell = AVX2, SkylakeX = AVX-512). docs/PERFORMANCE.md:
-//   KVAUDIT_CPU_ISA=avx2 OPENBLAS_CORETYPE=Haswell build/bench/bench_gemm --benchmark_min_time=0.5
+// choice for this CPU (printed as openblas_core; compare rows only where it matches the level).
+// docs/PERFORMANCE.md:  build/bench/bench_gemm --benchmark_min_time=0.3
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <omp.h>

@@ -7,9 +7,9 @@
 #
 #   tools/reproducibility_pairs.sh [--kvaudit BIN] [--manifest FILE] [--work DIR] [CONFIG...]
 #
-# Default configurations: the machine's best instruction-set level at 2 ranks and at 1 rank,
-# KVAUDIT_CPU_ISA=avx2 at 2 ranks, OPENBLAS_CORETYPE=Sandybridge at 2 ranks (OpenBLAS is not on the
-# engine's path: a changed core must change nothing). Default manifest:
+# Default configurations: the machine's best instruction-set level at 2 ranks and at 1 rank, and
+# KVAUDIT_CPU_ISA=avx2 at 2 ranks (add e.g. scalar-2ranks:2:KVAUDIT_CPU_ISA=scalar, about 40 times
+# slower, to compare the scalar level too). Default manifest:
 # manifests/reproducibility-pairs.toml (440 cells). Exit 0 when every pair is 100 % identical,
 # 1 when any pair differs (the differences are printed), 2 on bad usage, 77 (ctest SKIP) when the
 # default manifest's model is absent. ctest: reproducibility_pairs (label slow).
@@ -30,8 +30,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ ${#configs[@]} -eq 0 ]; then
-  configs=("best-2ranks:2:" "best-1rank:1:" "avx2-2ranks:2:KVAUDIT_CPU_ISA=avx2"
-    "sandybridge-2ranks:2:OPENBLAS_CORETYPE=Sandybridge")
+  configs=("best-2ranks:2:" "best-1rank:1:" "avx2-2ranks:2:KVAUDIT_CPU_ISA=avx2")
 fi
 if [ ! -x "$kvaudit" ]; then
   echo "reproducibility_pairs: $kvaudit is not an executable (build it, or give --kvaudit)" >&2

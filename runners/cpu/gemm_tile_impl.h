@@ -2,6 +2,18 @@
 // guard: gemm_tiles.cpp includes it once per instruction-set level, inside that level's namespace,
 // after simd16_impl.h and with KVAUDIT_SIMD_TARGET, kMaxRows ≤ 6 and kMaxBlocks ≤ 4 defined).
 
+// One step of every chain of a tile: acc[r][b] = fma(x[r · x_stride], wv[b], acc[r][b]).
+template <int MR, int NB>
+KVAUDIT_SIMD_FN void fma_step(V (&acc)[MR][NB], const V (&wv)[NB], const float* x,
+                              std::size_t x_stride) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    const V xv = broadcast(x[static_cast<std::size_t>(r) * x_stride]);
+#pragma GCC unroll 8
+    for (int b = 0; b < NB; ++b) acc[r][b] = fma(xv, wv[b], acc[r][b]);
+  }
+}
+
 // Packed: a.pairs holds bf16 pairs (gemm_tiles.h), widened in registers; else a.w holds f32.
 template <int MR, int NB, bool kPacked>
 KVAUDIT_SIMD_TARGET void tile_fixed(const TileArgs& a) {
@@ -24,20 +36,10 @@ KVAUDIT_SIMD_TARGET void tile_fixed(const TileArgs& a) {
       V wv[NB];
 #pragma GCC unroll 8
       for (int b = 0; b < NB; ++b) wv[b] = bf16_high(w + b * a.block_stride);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const V xv = broadcast(x[static_cast<std::size_t>(r) * a.x_stride]);
-#pragma GCC unroll 8
-        for (int b = 0; b < NB; ++b) acc[r][b] = fma(xv, wv[b], acc[r][b]);
-      }
+      fma_step(acc, wv, x, a.x_stride);
 #pragma GCC unroll 8
       for (int b = 0; b < NB; ++b) wv[b] = bf16_low(w + b * a.block_stride);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const V xv = broadcast(x[static_cast<std::size_t>(r) * a.x_stride + 1]);
-#pragma GCC unroll 8
-        for (int b = 0; b < NB; ++b) acc[r][b] = fma(xv, wv[b], acc[r][b]);
-      }
+      fma_step(acc, wv, x + 1, a.x_stride);
     }
   } else {
     const float* w = a.w;
@@ -45,12 +47,7 @@ KVAUDIT_SIMD_TARGET void tile_fixed(const TileArgs& a) {
       V wv[NB];
 #pragma GCC unroll 8
       for (int b = 0; b < NB; ++b) wv[b] = load(w + b * a.block_stride);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const V xv = broadcast(x[static_cast<std::size_t>(r) * a.x_stride]);
-#pragma GCC unroll 8
-        for (int b = 0; b < NB; ++b) acc[r][b] = fma(xv, wv[b], acc[r][b]);
-      }
+      fma_step(acc, wv, x, a.x_stride);
     }
   }
   for (int r = 0; r < MR; ++r) {
