@@ -314,14 +314,17 @@ void print_run_summary(const std::vector<double>& all, int ranks, std::size_t ce
 }
 
 int run_study(const po::variables_map& vm) {
+  // A stop signal (SIGUSR1/SIGTERM/SIGINT/SIGPIPE) is a clean stop from here on, MPI_Init
+  // included: the flag is set, phase 1 runs, no unit starts, the launch exits 3. Installed before
+  // MPI_Init because starting up (loading the CUDA libraries, MPI_Init itself) can take seconds on
+  // a loaded node, and a Slurm --signal or preemption that arrives then must not kill the rank.
+  run::install_stop_handlers();
   MpiSession mpi;
   const std::string file = vm["manifest"].as<std::string>();
   const bool root = mpi.rank() == 0;
   run::ResumeOptions resume_options;
   resume_options.retry_failed = vm.count("retry-failed") > 0;
   resume_options.salvage_corrupt = vm.count("salvage-corrupt") > 0;
-  // From here a stop signal (SIGUSR1/SIGTERM/SIGINT/SIGPIPE) is a clean stop: publish, exit 3.
-  run::install_stop_handlers();
   std::optional<run::StudyDirectoryLock> study_lock;  // rank 0, held to the end of the launch
   std::size_t salvaged_now = 0;
 

@@ -195,8 +195,10 @@ check "report.md shows the sequential columns" contains "$work/a/report/report.m
 
 # A stop during the waves, resumed with another world size, reaches the decisions of one
 # uninterrupted process: c, d = 200 instances per task, ε = δ = 0.05 (certifying needs at least
-# 127 requests of the 300, about 64 waves of 2). SIGUSR1 goes to mpirun after 2 s; on a machine
-# fast enough to finish first the run exits 0 and only the comparison is made.
+# 127 requests of the 300, about 64 waves of 2). SIGUSR1 goes to mpirun once a rank has printed
+# its first wave unit (not after a fixed delay: on a loaded machine the ranks can take seconds to
+# start); on a machine fast enough to finish first the run exits 0 and only the comparison is
+# made.
 write_long_study() {  # write_long_study FILE OUTPUT_DIR
   write_study "$1" "$2"
   sed -i -e 's/^instances = 12$/instances = 200/' -e 's/^epsilon = 0.9$/epsilon = 0.05/' \
@@ -208,7 +210,11 @@ write_long_study "$work/d.toml" "$work/d"
 check "plan c" expect_rc 0 "$kv" plan "$work/c.toml"
 "${mpi[@]}" "$kv" run "$work/c.toml" >"$work/run-c.txt" 2>&1 &
 run_pid=$!
-sleep 2
+for ((tick = 0; tick < 3000; tick++)); do  # at most 300 s
+  grep -q 'sequential calibration: unit' "$work/run-c.txt" && break
+  kill -0 "$run_pid" 2>/dev/null || break
+  sleep 0.1
+done
 kill -USR1 "$run_pid" 2>/dev/null
 wait "$run_pid"
 rc=$?
