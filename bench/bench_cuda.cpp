@@ -109,7 +109,7 @@ double gemm_rate(kc::Gemm& gemm, int rows, int in, int out, int repeats) {
 // The attention kernels alone on one layer's worth of a causal prefill (random Q/K/V).
 void attention_alone(AttentionBackend backend, int tokens, int repeats) {
   const int heads = 32, kv_heads = 8, d = 128;
-  kc::DeviceKvCache cache(1, kv_heads, d, tokens);
+  kc::DeviceKvCache cache(1, kv_heads, d, tokens, nullptr);  // everything here runs on stream 0
   kc::DeviceSequenceKv seq = cache.descriptor();
   const std::size_t slots = std::size_t(kv_heads) * tokens;
   kc::fill_random_bf16(seq.keys, slots * d, 3, 1.0f, 0.0f, nullptr);

@@ -13,8 +13,10 @@
 
 #include "runners/cuda/capture/cuda_prefill_capture.h"
 #include "runners/cuda/cuda_check.h"
+#include "runners/cuda/decode_graph_key.h"
 #include "runners/cuda/kernels/kernels.h"
 #include "runners/cuda/memory_planner.h"
+#include "runners/cuda/supported_shapes.h"
 #include "runners/model/model_error.h"
 #include "runners/model/rope_tables.h"
 
@@ -79,8 +81,6 @@ struct CudaModel::DecodeGraph {
 
 namespace {
 
-constexpr std::size_t kMaxDecodeGraphs = 64;
-
 LogitMatrix logits_to_host(const DeviceBuffer<bf16>& logits, int rows, int vocab,
                            cudaStream_t stream) {
   LogitMatrix m;
@@ -106,9 +106,19 @@ void upload_async(DeviceBuffer<T>& buffer, const std::vector<T>& host, cudaStrea
 
 }  // namespace
 
+namespace {
+
+// The shape check before any upload (supported_shapes.h).
+const model::ModelWeights& checked(const model::ModelWeights& weights, AttentionBackend backend) {
+  require_cuda_supported(weights.config, backend);
+  return weights;
+}
+
+}  // namespace
+
 CudaModel::CudaModel(const model::ModelWeights& weights, AttentionBackend backend,
                      CudaModelOptions options)
-    : CudaModel(upload_weights(weights), backend, options) {
+    : CudaModel(upload_weights(checked(weights, backend)), backend, options) {
   host_weights_ = &weights;
 }
 
@@ -119,10 +129,7 @@ CudaModel::CudaModel(DeviceWeights weights, AttentionBackend backend, CudaModelO
 
 void CudaModel::initialise() {
   const model::ModelConfig& c = config();
-  if (c.head_dim % 16 != 0 || c.head_dim > 256) {
-    throw std::invalid_argument("CudaModel: head_dim " + std::to_string(c.head_dim) +
-                                " is not supported (a multiple of 16 up to 256 is)");
-  }
+  require_cuda_supported(c, backend_);  // again for weights made on the device (benchmarks)
   inv_freq_ = model::rope_inv_freq(c.rope, c.head_dim);
   scale_ = static_cast<float>(std::pow(static_cast<double>(c.head_dim), -0.5));
   KVAUDIT_CUDA_CHECK(cudaStreamCreate(&stream_));
@@ -143,7 +150,7 @@ CudaModel::~CudaModel() {
 
 DeviceKvCache CudaModel::new_sequence(int capacity) const {
   const model::ModelConfig& c = config();
-  return DeviceKvCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity);
+  return DeviceKvCache(c.num_layers, c.num_kv_heads, c.head_dim, capacity, stream_);
 }
 
 void CudaModel::synchronize() const { KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
@@ -379,7 +386,13 @@ std::vector<LogitMatrix> CudaModel::forward(std::span<DeviceKvCache* const> sequ
 
   embed_tokens(weights_.embed_tokens.data(), config().hidden_size, ws.tokens.data(),
                static_cast<int>(total), ws.x.data(), stream_);
-  run_layers(ws, sequences, first_row, total, ws.sequences.data(), positions, single_row, observer);
+  try {
+    run_layers(ws, sequences, first_row, total, ws.sequences.data(), positions, single_row,
+               observer);
+  } catch (...) {
+    restore_lengths(sequences);
+    throw;
+  }
   for (std::size_t i = 0; i < n_seq; ++i) {
     sequences[i]->record_append(static_cast<std::int64_t>(tokens[i].size()));
   }
@@ -437,23 +450,21 @@ LogitMatrix CudaModel::decode_step(std::span<DeviceKvCache* const> batch,
 
   std::vector<std::int32_t> positions(n), iota(n), zeros(n, 0), ones(n, 1), logit_rows(n);
   std::vector<DeviceSequenceKv> descriptors(n);
-  std::vector<std::uintptr_t> key;
   std::int64_t max_position = 0;
   for (std::size_t i = 0; i < n; ++i) {
     positions[i] = static_cast<std::int32_t>(batch[i]->original_length());
     iota[i] = static_cast<std::int32_t>(i);
     logit_rows[i] = static_cast<std::int32_t>(i);
     descriptors[i] = batch[i]->descriptor();
-    key.push_back(reinterpret_cast<std::uintptr_t>(descriptors[i].keys));
-    key.push_back(reinterpret_cast<std::uintptr_t>(descriptors[i].lengths));
-    key.push_back(static_cast<std::uintptr_t>(descriptors[i].capacity));
     max_position = std::max<std::int64_t>(max_position, batch[i]->original_length() + 1);
   }
   ensure_rope_table(max_position);
   std::vector<std::int32_t> token_copy(tokens.begin(), tokens.end());
+  const DecodeGraphKey key = decode_graph_key(descriptors);
 
   // Compositions come and go as sequences finish; a bounded cache keeps memory flat over a run.
-  if (decode_graphs_.size() >= kMaxDecodeGraphs && decode_graphs_.count(key) == 0) {
+  if (decode_graphs_.size() >= static_cast<std::size_t>(kMaxDecodeGraphs) &&
+      decode_graphs_.count(key) == 0) {
     synchronize();
     decode_graphs_.clear();
   }
@@ -484,29 +495,44 @@ LogitMatrix CudaModel::decode_step(std::span<DeviceKvCache* const> batch,
     run_logits(ws, static_cast<int>(n));
   };
   ++graph.uses;
-  if (!options_.cuda_graphs || graph.uses == 1) {
-    launch_step();  // the first use runs eagerly (it also settles cuBLASLt's algorithm choices)
-  } else {
-    if (graph.exec == nullptr) {
-      cudaGraph_t captured = nullptr;
-      KVAUDIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      try {
-        launch_step();
-      } catch (...) {
-        cudaStreamEndCapture(stream_, &captured);
-        if (captured != nullptr) cudaGraphDestroy(captured);
-        throw;
+  try {
+    if (!options_.cuda_graphs || graph.uses == 1) {
+      launch_step();  // the first use runs eagerly (it also settles cuBLASLt's algorithm choices)
+    } else {
+      if (graph.exec == nullptr) {
+        cudaGraph_t captured = nullptr;
+        KVAUDIT_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+        try {
+          launch_step();
+        } catch (...) {
+          cudaStreamEndCapture(stream_, &captured);
+          if (captured != nullptr) cudaGraphDestroy(captured);
+          throw;
+        }
+        KVAUDIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &captured));
+        const cudaError_t instantiated = cudaGraphInstantiate(&graph.exec, captured, 0);
+        cudaGraphDestroy(captured);
+        KVAUDIT_CUDA_CHECK(instantiated);
       }
-      KVAUDIT_CUDA_CHECK(cudaStreamEndCapture(stream_, &captured));
-      const cudaError_t instantiated = cudaGraphInstantiate(&graph.exec, captured, 0);
-      cudaGraphDestroy(captured);
-      KVAUDIT_CUDA_CHECK(instantiated);
+      KVAUDIT_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream_));
     }
-    KVAUDIT_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream_));
+  } catch (...) {
+    restore_lengths(batch);
+    throw;
   }
   LogitMatrix logits = logits_to_host(ws.logits, static_cast<int>(n), config().vocab_size, stream_);
   for (DeviceKvCache* s : batch) s->record_append(1);
   return logits;
+}
+
+void CudaModel::restore_lengths(std::span<DeviceKvCache* const> sequences) noexcept {
+  // The layers advance each cache's device lengths one layer at a time (advance_lengths) and the
+  // host mirror only after the forward returns: a throw in between (no GEMM algorithm, a capture
+  // refusing a view, a failed graph capture) would leave the device ahead of the host, and the
+  // next append on that cache would write past what check_room validated. Put the host's counts
+  // back. After a sticky CUDA error this fails too; the context is lost then anyway.
+  cudaStreamSynchronize(stream_);
+  for (DeviceKvCache* s : sequences) s->resync_lengths();
 }
 
 }  // namespace kvaudit::cuda
@@ -549,6 +575,13 @@ LogitMatrix CudaModel::decode_step(std::span<unit::SequenceCache* const> caches,
 }
 
 int CudaModel::max_concurrent_cells(const unit::UnitDemand& unit_demand) {
+  // A unit is planned before it runs: the previous unit's decode graphs (keyed on caches that are
+  // gone) are released first, so the free memory measured below is what this unit can use and the
+  // plan's decode-graph term covers the graphs it will capture.
+  if (!decode_graphs_.empty()) {
+    synchronize();
+    decode_graphs_.clear();
+  }
   UnitMemoryDemand demand;
   demand.prefill_tokens = unit_demand.prefill_tokens;
   demand.capacity = unit_demand.capacity;
@@ -557,6 +590,10 @@ int CudaModel::max_concurrent_cells(const unit::UnitDemand& unit_demand) {
   demand.backend = backend_;
   demand.gemm_workspace_bytes = options_.gemm_workspace_bytes;
   demand.eager_workspace_bytes = options_.eager_workspace_bytes;
+  demand.capture.boundaries = unit_demand.capture.boundaries;
+  demand.capture.window_rows = unit_demand.capture.window_rows;
+  demand.capture.column_sums = unit_demand.capture.column_sums;
+  demand.capture.query_moments = unit_demand.capture.query_moments;
   const MemoryPlan plan =
       plan_unit_memory(config(), demand, free_device_memory() + device_weight_bytes(config()));
   if (plan.max_concurrent_cells < 1) {

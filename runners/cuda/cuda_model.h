@@ -25,12 +25,14 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/attention_backend.h"
 #include "base/logit_matrix.h"
 #include "runners/cuda/attention/prefill_attention.h"
 #include "runners/cuda/cuda_prefill_observer.h"
+#include "runners/cuda/decode_graph_key.h"
 #include "runners/cuda/device_kv_cache.h"
 #include "runners/cuda/device_weights.h"
 #include "runners/cuda/gemm.h"
@@ -66,6 +68,8 @@ class CudaModel final : public unit::InferenceEngine {
     return &weights == host_weights_;
   }
   const DeviceWeights& weights() const { return weights_; }
+  // The cuBLASLt configuration pinned per GEMM shape so far (gemm.h), one line each.
+  std::vector<std::string> gemm_plans() const { return gemm_->plan_descriptions(); }
   cudaStream_t stream() const { return stream_; }
   std::span<const float> rope_inv_freq() const override { return inv_freq_; }
 
@@ -121,6 +125,8 @@ class CudaModel final : public unit::InferenceEngine {
   std::vector<LogitMatrix> forward(std::span<DeviceKvCache* const> sequences,
                                    std::span<const std::span<const std::int32_t>> tokens,
                                    LogitRows rows, CudaPrefillObserver* observer);
+  // After a throw inside a forward: the sequences' device lengths back to their host mirrors.
+  void restore_lengths(std::span<DeviceKvCache* const> sequences) noexcept;
   void validate(std::span<DeviceKvCache* const> sequences,
                 std::span<const std::span<const std::int32_t>> tokens) const;
 
@@ -138,7 +144,7 @@ class CudaModel final : public unit::InferenceEngine {
   DeviceBuffer<float> rope_cos_;  // [rope_positions_, d]
   DeviceBuffer<float> rope_sin_;
   std::unique_ptr<Workspace> workspace_;
-  std::map<std::vector<std::uintptr_t>, std::unique_ptr<DecodeGraph>> decode_graphs_;
+  std::map<DecodeGraphKey, std::unique_ptr<DecodeGraph>> decode_graphs_;
 };
 
 }  // namespace kvaudit::cuda

@@ -29,11 +29,13 @@ std::size_t DeviceKvCache::bytes_for(int num_layers, int num_kv_heads, int head_
          static_cast<std::size_t>(num_layers) * num_kv_heads * sizeof(std::int32_t);
 }
 
-DeviceKvCache::DeviceKvCache(int num_layers, int num_kv_heads, int head_dim, int capacity)
+DeviceKvCache::DeviceKvCache(int num_layers, int num_kv_heads, int head_dim, int capacity,
+                             cudaStream_t stream)
     : num_layers_(num_layers),
       num_kv_heads_(num_kv_heads),
       head_dim_(head_dim),
-      capacity_(capacity) {
+      capacity_(capacity),
+      stream_(stream) {
   if (num_layers <= 0 || num_kv_heads <= 0 || head_dim <= 0 || capacity <= 0) {
     throw std::invalid_argument(
         "DeviceKvCache: layers, KV heads, head_dim and capacity must be "
@@ -49,7 +51,7 @@ DeviceKvCache::DeviceKvCache(int num_layers, int num_kv_heads, int head_dim, int
   lengths_ = DeviceBuffer<std::int32_t>(heads);
   host_lengths_.assign(heads, 0);
   host_positions_.assign(heads, {});
-  lengths_.fill_zero();
+  KVAUDIT_CUDA_CHECK(cudaMemsetAsync(lengths_.data(), 0, lengths_.bytes(), stream_));
   descriptor_.keys = keys_.data();
   descriptor_.values = values_.data();
   descriptor_.positions = positions_.data();
@@ -100,7 +102,23 @@ void DeviceKvCache::record_append(std::int64_t tokens) {
   original_length_ += tokens;
 }
 
-void DeviceKvCache::upload_lengths() { lengths_.upload(host_lengths_); }
+// Stream-ordered after the kernels that read the old lengths. The source is pageable host memory:
+// cudaMemcpyAsync has staged it when it returns, so host_lengths_ may change right after.
+void DeviceKvCache::upload_lengths() {
+  if (host_lengths_.empty()) return;
+  KVAUDIT_CUDA_CHECK(cudaMemcpyAsync(lengths_.data(), host_lengths_.data(),
+                                     host_lengths_.size() * sizeof(std::int32_t),
+                                     cudaMemcpyHostToDevice, stream_));
+}
+
+void DeviceKvCache::resync_lengths() noexcept {
+  if (host_lengths_.empty()) return;
+  if (cudaMemcpyAsync(lengths_.data(), host_lengths_.data(),
+                      host_lengths_.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
+                      stream_) == cudaSuccess) {
+    cudaStreamSynchronize(stream_);
+  }
+}
 
 void DeviceKvCache::retain(std::span<const std::vector<std::int32_t>> keep) {
   const std::size_t heads = host_lengths_.size();
@@ -142,8 +160,8 @@ void DeviceKvCache::retain(std::span<const std::vector<std::int32_t>> keep) {
     DeviceBuffer<bf16> scratch_values(slots.size() * static_cast<std::size_t>(head_dim_));
     DeviceBuffer<std::int32_t> scratch_positions(slots.size());
     compact_kv_cache(descriptor_, num_layers_, device_offsets.data(), device_slots.data(), total,
-                     scratch_keys.data(), scratch_values.data(), scratch_positions.data(), nullptr);
-    KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(nullptr));
+                     scratch_keys.data(), scratch_values.data(), scratch_positions.data(), stream_);
+    KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // before the scratch buffers are freed
   }
   for (std::size_t i = 0; i < heads; ++i) {
     host_positions_[i] = keep[i];
@@ -168,7 +186,7 @@ void DeviceKvCache::truncate(std::int64_t length) {
 }
 
 DeviceKvCache DeviceKvCache::clone() const {
-  DeviceKvCache copy(num_layers_, num_kv_heads_, head_dim_, capacity_);
+  DeviceKvCache copy(num_layers_, num_kv_heads_, head_dim_, capacity_, stream_);
   for (int layer = 0; layer < num_layers_; ++layer) {
     for (int h = 0; h < num_kv_heads_; ++h) {
       const std::size_t n = static_cast<std::size_t>(
@@ -178,18 +196,21 @@ DeviceKvCache DeviceKvCache::clone() const {
       const std::size_t pos = descriptor_.position_offset(layer, h);
       const std::size_t elements = n * static_cast<std::size_t>(head_dim_);
       KVAUDIT_CUDA_CHECK(cudaMemcpyAsync(copy.keys_.data() + row, keys_.data() + row,
-                                         elements * sizeof(bf16), cudaMemcpyDeviceToDevice));
+                                         elements * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                         stream_));
       KVAUDIT_CUDA_CHECK(cudaMemcpyAsync(copy.values_.data() + row, values_.data() + row,
-                                         elements * sizeof(bf16), cudaMemcpyDeviceToDevice));
+                                         elements * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                         stream_));
       KVAUDIT_CUDA_CHECK(cudaMemcpyAsync(copy.positions_.data() + pos, positions_.data() + pos,
-                                         n * sizeof(std::int32_t), cudaMemcpyDeviceToDevice));
+                                         n * sizeof(std::int32_t), cudaMemcpyDeviceToDevice,
+                                         stream_));
     }
   }
   copy.original_length_ = original_length_;
   copy.host_lengths_ = host_lengths_;
   copy.host_positions_ = host_positions_;
   copy.upload_lengths();
-  KVAUDIT_CUDA_CHECK(cudaDeviceSynchronize());
+  KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return copy;
 }
 
@@ -215,6 +236,7 @@ void DeviceKvCache::download_head(int layer, int kv_head, std::vector<std::int32
   }
   const std::size_t n = static_cast<std::size_t>(
       host_lengths_[static_cast<std::size_t>(layer) * num_kv_heads_ + kv_head]);
+  KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the model's appends and compactions
   positions.resize(n);
   positions_.download(positions, descriptor_.position_offset(layer, kv_head));
   keys = download_as_float(keys_.data() + descriptor_.row_offset(layer, kv_head),

@@ -6,7 +6,14 @@
 //
 // Capacity is fixed at construction (slots per head); appending beyond it throws before any kernel
 // runs. Memory: 2 · layers · Hkv · capacity · d · 2 B (K and V, bf16) + 4 B per slot for positions.
+//
+// Streams: every operation of the cache (zeroing, retain's compaction, clone's copies, the lengths
+// upload, downloads) is ordered on the stream given at construction, the model's stream that
+// appends to it (CudaModel::new_sequence), never on the legacy default stream: the cache stays
+// correct if that stream is non-blocking or the build uses per-thread default streams.
 #pragma once
+
+#include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +29,9 @@ namespace kvaudit::cuda {
 
 class DeviceKvCache final : public unit::SequenceCache {
  public:
-  DeviceKvCache(int num_layers, int num_kv_heads, int head_dim, int capacity);
+  // `stream`: the stream the model appends on (nullptr: the legacy default stream, for tests and
+  // benchmarks that run everything there).
+  DeviceKvCache(int num_layers, int num_kv_heads, int head_dim, int capacity, cudaStream_t stream);
 
   // Bytes a cache of this shape takes on the device.
   static std::size_t bytes_for(int num_layers, int num_kv_heads, int head_dim, int capacity);
@@ -31,6 +40,7 @@ class DeviceKvCache final : public unit::SequenceCache {
   int num_kv_heads() const override { return num_kv_heads_; }
   int head_dim() const { return head_dim_; }
   int capacity() const { return capacity_; }
+  cudaStream_t stream() const { return stream_; }
   std::int64_t original_length() const override { return original_length_; }
   DeviceSequenceKv descriptor() { return descriptor_; }
   const DeviceSequenceKv& descriptor() const { return descriptor_; }
@@ -45,6 +55,9 @@ class DeviceKvCache final : public unit::SequenceCache {
   void check_room(std::int64_t tokens) const;
   // Host bookkeeping after the model appended `tokens` to every head of every layer.
   void record_append(std::int64_t tokens);
+  // Uploads the host mirror of the lengths and waits for it, ignoring CUDA errors (a forward that
+  // threw midway had advanced the device lengths of some layers: CudaModel::restore_lengths).
+  void resync_lengths() noexcept;
 
   // Evicts like cpu::KvCache::retain, for every (layer, head) at once: keep[layer·Hkv + h] lists
   // the original positions to keep (strictly ascending, a subset of what the head holds). Runs a
@@ -69,6 +82,7 @@ class DeviceKvCache final : public unit::SequenceCache {
   int num_kv_heads_;
   int head_dim_;
   int capacity_;
+  cudaStream_t stream_;
   std::int64_t original_length_ = 0;
   std::vector<std::int32_t> host_lengths_;                 // [layers, Hkv]
   std::vector<std::vector<std::int32_t>> host_positions_;  // [layers·Hkv][n] mirror of positions

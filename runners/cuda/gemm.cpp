@@ -7,6 +7,50 @@
 #include "runners/cuda/cuda_check.h"
 
 namespace kvaudit::cuda {
+namespace {
+
+// An attribute of the chosen configuration, or `fallback` if cuBLASLt cannot report it (the
+// description is for logs; a GEMM must never fail because of it).
+template <typename T>
+T algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attribute,
+                 T fallback) {
+  T value{};
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&algo, attribute, &value, sizeof value, &written) !=
+          CUBLAS_STATUS_SUCCESS ||
+      written != sizeof value) {
+    return fallback;
+  }
+  return value;
+}
+
+}  // namespace
+
+GemmAlgorithmConfig read_algorithm_config(const cublasLtMatmulAlgo_t& algo) {
+  GemmAlgorithmConfig c;
+  // Unreadable values: -1 / 0xffffffff in the description; split-K then counts as 1 (the
+  // preference's reduction mask still holds).
+  c.id = algo_attribute<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID, -1);
+  c.tile = algo_attribute<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, ~0u);
+  c.stages = algo_attribute<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, ~0u);
+  c.split_k = algo_attribute<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, 1);
+  c.reduction_scheme =
+      algo_attribute<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, ~0u);
+  c.cta_swizzling = algo_attribute<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, ~0u);
+  c.custom_option = algo_attribute<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, ~0u);
+  return c;
+}
+
+bool reduction_scheme_allowed(std::uint32_t scheme) {
+  return scheme == CUBLASLT_REDUCTION_SCHEME_NONE || (scheme & ~kAllowedReductionSchemes) == 0;
+}
+
+std::string describe(const GemmAlgorithmConfig& c) {
+  return "algo " + std::to_string(c.id) + " tile " + std::to_string(c.tile) + " stages " +
+         std::to_string(c.stages) + " split-k " + std::to_string(c.split_k) + " reduction " +
+         std::to_string(c.reduction_scheme) + " swizzle " + std::to_string(c.cta_swizzling) +
+         " custom " + std::to_string(c.custom_option);
+}
 
 Gemm::Gemm(std::size_t workspace_bytes) : workspace_(workspace_bytes) {
   KVAUDIT_CUBLAS_CHECK(cublasLtCreate(&handle_));
@@ -57,6 +101,13 @@ const Gemm::Plan& Gemm::plan_for(int rows, int in_features, int out_features, bo
   KVAUDIT_CUBLAS_CHECK(
       cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                            &workspace_bytes, sizeof workspace_bytes));
+  // Split-K partials only in fp32 (the compute type), summed by a separate reduction in a fixed
+  // order: never in bf16 (INPLACE, OUTPUT_TYPE: an extra rounding per partial that the CPU twin
+  // does not have). Configurations without split-K use no reduction and are always eligible.
+  const std::uint32_t reduction_mask = kAllowedReductionSchemes;
+  KVAUDIT_CUBLAS_CHECK(
+      cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                                           &reduction_mask, sizeof reduction_mask));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
@@ -72,7 +123,30 @@ const Gemm::Plan& Gemm::plan_for(int rows, int in_features, int out_features, bo
                     " (status " + cublasGetStatusName(status) + ")");
   }
   plan.algo = result.algo;
+  plan.config = read_algorithm_config(plan.algo);
+  if (plan.config.split_k > 1 && plan.config.reduction_scheme != ~0u &&
+      !reduction_scheme_allowed(plan.config.reduction_scheme)) {
+    const std::string text = describe(plan.config);
+    cublasLtMatrixLayoutDestroy(plan.a);
+    cublasLtMatrixLayoutDestroy(plan.b);
+    cublasLtMatrixLayoutDestroy(plan.c);
+    cublasLtMatmulDescDestroy(plan.operation);
+    throw CudaError(
+        "cuBLASLt returned a split-K algorithm outside the fp32 reduction mask for rows=" +
+        std::to_string(rows) + " in=" + std::to_string(in_features) +
+        " out=" + std::to_string(out_features) + ": " + text);
+  }
   return plans_.emplace(key, plan).first->second;
+}
+
+std::vector<std::string> Gemm::plan_descriptions() const {
+  std::vector<std::string> lines;
+  for (const auto& [shape, plan] : plans_) {
+    const auto& [rows, in, out, bias] = shape;
+    lines.push_back("rows=" + std::to_string(rows) + " in=" + std::to_string(in) + " out=" +
+                    std::to_string(out) + (bias ? " +bias" : "") + ": " + describe(plan.config));
+  }
+  return lines;
 }
 
 void Gemm::linear(const __nv_bfloat16* x, int rows, int in_features, const __nv_bfloat16* weight,

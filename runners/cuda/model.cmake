@@ -7,6 +7,7 @@ add_library(kvaudit_cuda_runtime STATIC
   device_weights.cpp
   gemm.cpp
   memory_planner.cpp
+  supported_shapes.cpp
   random_fill.cu)
 target_link_libraries(kvaudit_cuda_runtime
   PUBLIC kvaudit_cuda_core kvaudit_cuda_kernels kvaudit_cuda_attention kvaudit_cuda_capture

@@ -184,6 +184,9 @@ struct UnitDemand {
   int prefill_tokens = 0;  // T of the unit's one prefill (context + question)
   int capacity = 0;        // entries per (layer, KV head) a cell's cache may reach
   int cells = 0;           // cells of the unit (each holds its own cache while decoding)
+  // What the unit's prefill capture keeps (boundaries empty: no capture); a GPU engine plans its
+  // device copies (the K/V copies alone are 2·layers·Hkv·max(b)·d f32).
+  CaptureOptions capture;
 };
 
 // The unit cannot run on this engine at all (e.g. its prefill does not fit the GPU's memory).

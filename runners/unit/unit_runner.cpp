@@ -468,6 +468,18 @@ struct SelectedUnit {
   std::vector<std::optional<methods::Selection>> selections;
 };
 
+// The fan-out prefill's capture: plan.capture at the boundaries of the evicting cells (none when
+// no cell evicts). Also what the engine plans its memory for (UnitDemand::capture).
+CaptureOptions fan_out_capture(const UnitPlan& plan, std::span<const CellSpec> cells) {
+  CaptureOptions capture_options;
+  if (!plan.any_method) return capture_options;
+  capture_options = plan.capture;
+  for (const CellSpec& cell : cells) {
+    if (cell.method != nullptr) capture_options.boundaries.push_back(plan.boundary(cell));
+  }
+  return capture_options;
+}
+
 // Fan-out steps 1–2 with one result per cell in `unit` (its boundary, selection time and costs,
 // or why it failed).
 SelectedUnit prefill_and_select(InferenceEngine& engine, const model::ModelWeights& weights,
@@ -476,13 +488,7 @@ SelectedUnit prefill_and_select(InferenceEngine& engine, const model::ModelWeigh
                                 UnitResult& unit) {
   SelectedUnit selected;
   // 1. One prefill over context + question, captured at the boundaries the evicting cells need.
-  if (plan.any_method) {
-    CaptureOptions capture_options = plan.capture;
-    for (const CellSpec& cell : cells) {
-      if (cell.method != nullptr) capture_options.boundaries.push_back(plan.boundary(cell));
-    }
-    selected.capture = engine.new_capture(std::move(capture_options));
-  }
+  if (plan.any_method) selected.capture = engine.new_capture(fan_out_capture(plan, cells));
   selected.prefilled = engine.new_cache(plan.capacity);
   const SequenceCache& prefilled = *selected.prefilled;
   const Clock::time_point phase = Clock::now();
@@ -912,7 +918,8 @@ UnitResult run_reuse_fan_out(InferenceEngine& engine, const model::ModelWeights&
   const int fitting_caches =
       engine.max_concurrent_cells({.prefill_tokens = plan.question_end,
                                    .capacity = plan.capacity,
-                                   .cells = static_cast<int>(row_count + cells.size())});
+                                   .cells = static_cast<int>(row_count + cells.size()),
+                                   .capture = fan_out_capture(plan, cells)});
 
   // Steps 1–2, one result per cell.
   UnitResult per_cell;
@@ -1161,8 +1168,10 @@ void run_reuse_naive(InferenceEngine& engine, const model::ModelWeights& weights
       CellSpec agnostic = cells[i];
       agnostic.protocol = Protocol::query_agnostic;
       const UnitPlan plan = plan_unit(engine, weights, single, {&agnostic, 1}, options);
-      (void)engine.max_concurrent_cells(
-          {.prefill_tokens = plan.context_end, .capacity = plan.capacity, .cells = 1});
+      (void)engine.max_concurrent_cells({.prefill_tokens = plan.context_end,
+                                         .capacity = plan.capacity,
+                                         .cells = 1,
+                                         .capture = fan_out_capture(plan, {&agnostic, 1})});
       CellResult& row = unit.cells[i * questions + j];
       row.cell = static_cast<int>(i);
       row.question = static_cast<int>(j);
@@ -1193,7 +1202,8 @@ UnitResult run_unit(InferenceEngine& engine, const model::ModelWeights& weights,
   // How many cells' caches fit at once beside the prefilled one (throws when the unit cannot run).
   const int fitting_cells = engine.max_concurrent_cells({.prefill_tokens = plan.question_end,
                                                          .capacity = plan.capacity,
-                                                         .cells = static_cast<int>(cells.size())});
+                                                         .cells = static_cast<int>(cells.size()),
+                                                         .capture = fan_out_capture(plan, cells)});
 
   // 1–2. One prefill with capture; every cell's selection.
   const SelectedUnit selected =
@@ -1272,8 +1282,11 @@ UnitResult run_unit_naive(InferenceEngine& engine, const model::ModelWeights& we
     run_reuse_naive(engine, weights, tokens, cells, options, unit);
   } else {
     unit.cells.resize(cells.size());
-    (void)engine.max_concurrent_cells(
-        {.prefill_tokens = plan.question_end, .capacity = plan.capacity, .cells = 1});
+    // Each naive cell prefills alone, captured at its own boundary: plan for the largest.
+    (void)engine.max_concurrent_cells({.prefill_tokens = plan.question_end,
+                                       .capacity = plan.capacity,
+                                       .cells = 1,
+                                       .capture = fan_out_capture(plan, cells)});
     for (std::size_t i = 0; i < cells.size(); ++i) {
       unit.cells[i].cell = static_cast<int>(i);
       run_naive_cell(engine, weights, plan, tokens, cells[i], options, unit.cells[i], unit.timings);

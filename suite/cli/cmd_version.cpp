@@ -7,6 +7,7 @@
 #include "runners/cuda/device_probe.h"
 #include "suite/cli/command.h"
 #include "suite/common/build_info.h"
+#include "suite/run/cuda_engine.h"
 
 namespace kvaudit::cli {
 
@@ -32,6 +33,10 @@ Command version_command() {
     std::string mpi(mpi_version, static_cast<std::size_t>(len));
     if (auto nl = mpi.find_first_of("\r\n,"); nl != std::string::npos) mpi.resize(nl);
     std::cout << "MPI             " << mpi << "\n";
+    std::cout << "CUDA engine     "
+              << (run::cuda_engine_built() ? "built (kvaudit run --device cuda|auto)"
+                                           : "not built (every unit runs on the CPU)")
+              << "\n";
     const cuda::DeviceProbe p = cuda::probe_devices();
     if (!p.built_with_cuda) {
       std::cout << "CUDA            " << p.unavailable_reason << "\n";

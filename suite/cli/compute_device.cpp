@@ -3,6 +3,7 @@
 
 #include "base/errors.h"
 #include "runners/cuda/device_probe.h"
+#include "suite/run/cuda_engine.h"
 
 namespace kvaudit::cli {
 
@@ -13,6 +14,15 @@ ComputeDevice choose_compute_device(const std::string& request, int local_rank) 
   ComputeDevice device;
   if (request == "cpu") {
     device.description = "device cpu (--device cpu)";
+    return device;
+  }
+  if (!run::cuda_engine_built()) {
+    if (request == "cuda") {
+      throw InputError(
+          "--device cuda: this kvaudit was built without the CUDA engine (nvcc not found, or "
+          "-DKVAUDIT_ENABLE_CUDA=OFF); `kvaudit version` says which");
+    }
+    device.description = "device cpu (this kvaudit has no CUDA engine)";
     return device;
   }
   const cuda::DeviceProbe probe = cuda::probe_devices();

@@ -125,7 +125,7 @@ TOML
   check "shard published with its checksum" test -n "$(ls "$one"/results/shards/part-*.h5.sha256 2>/dev/null)"
   check "checksum verifies with sha256sum" bash -c "cd '$one/results/shards' && sha256sum -c --quiet part-*.h5.sha256"
   check "rerun has nothing left to do" expect_rc 0 "$kv" run "$one/study.toml"
-  check "rerun says which device the rank uses" contains "$work/err.txt" "kvaudit run [rank 0]: device cpu (no GPU: "
+  check "rerun says which device the rank uses" contains "$work/err.txt" "kvaudit run [rank 0]: device cpu ("
   check "rerun: 0 cells now, 4 in all" contains "$work/err.txt" "0 cell(s) recorded now (ok 0, oom 0, error 0, excluded 0, abandoned 0); 4 of 4 cells recorded in all"
   check "run --device bogus refused" expect_rc 1 "$kv" run "$one/study.toml" --device bogus
   check "run --device names the choices" contains "$work/err.txt" "--device: 'bogus' is not one of auto, cpu, cuda"
@@ -135,7 +135,12 @@ TOML
     echo "skip: 'run --device cuda without a GPU' (this machine has a GPU)"
   else
     check "run --device cuda without a GPU" expect_rc 1 "$kv" run "$one/study.toml" --device cuda
-    check "run --device cuda says why" contains "$work/err.txt" "--device cuda: no usable CUDA device: "
+    if "$kv" version | grep -q '^CUDA engine  *built'; then
+      why="--device cuda: no usable CUDA device: "
+    else
+      why="--device cuda: this kvaudit was built without the CUDA engine"
+    fi
+    check "run --device cuda says why" contains "$work/err.txt" "$why"
   fi
   check "run --retry-failed with nothing failed" expect_rc 0 "$kv" run "$one/study.toml" --retry-failed
   check "reduce of the complete study" expect_rc 0 "$kv" reduce "$one/results" --no-figures

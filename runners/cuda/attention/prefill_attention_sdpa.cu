@@ -2,8 +2,11 @@
 // tensor cores, the twin of cpu::attention_sdpa (runners/cpu/attention_sdpa.cpp) run with
 // key_block = kBlockKeys. Per (query row, head), over key tiles of kBlockKeys cache entries:
 //   s_j = q·k_j in fp32 (bf16 products, fp32 accumulation on the tensor cores, never rounded)
-//   m' = max(m, max_j s_j);  c = scale·log2(e);  α = exp2(m·c − m'·c)  (α = 0 on the first tile)
-//   p_j = exp2(s_j·c − m'·c);  l = α·l + Σ_j p_j (fp32 p);  acc = α·acc + Σ_j [p_j]·v_j
+//   m' = max(m, max_j s_j);  c = scale·log2(e);  M = m'·c (rounded)
+//   α = exp2(fma(m, c, −M))  (α = 0 on the first tile);  p_j = exp2(fma(s_j, c, −M))
+//   l = fma(l, α, Σ_j p_j) (fp32 p);  acc = α·acc + Σ_j [p_j]·v_j
+// The exponent arguments and l are fused multiply-adds, as in the CPU twin (online_row in
+// runners/cpu/attention_math_impl.h) and the decode kernel: one rounding, not two.
 //   out = [acc / l]                                              ([] = bf16 round to nearest even)
 // Only the key visibility rule masks: entry j of the row's KV head is visible iff its position is
 // ≤ the query's; positions ascend, so the visible entries are a prefix of length
@@ -288,7 +291,7 @@ __global__ void __launch_bounds__(kThreads) sdpa_prefill_kernel(const SdpaArgs a
       const float max_scaled = any_visible ? __fmul_rn(new_max, args.scale_log2) : 0.0f;
       float alpha = 1.0f;
       if (any_visible && running_max != negative_infinity) {
-        alpha = exp2f(__fsub_rn(__fmul_rn(running_max, args.scale_log2), max_scaled));
+        alpha = exp2f(__fmaf_rn(running_max, args.scale_log2, -max_scaled));
       } else if (any_visible) {
         alpha = 0.0f;  // first visible tile: the accumulator is still zero
       }
@@ -297,14 +300,14 @@ __global__ void __launch_bounds__(kThreads) sdpa_prefill_kernel(const SdpaArgs a
       for (int j = 0; j < kHalf; ++j) {
         float p = 0.0f;
         if (any_visible && j < limit) {
-          p = exp2f(__fsub_rn(__fmul_rn(score_row[j], args.scale_log2), max_scaled));
+          p = exp2f(__fmaf_rn(score_row[j], args.scale_log2, -max_scaled));
         }
         block_sum = __fadd_rn(block_sum, p);
         prob_row[j] = __float2bfloat16_rn(p);
       }
       block_sum = __fadd_rn(block_sum, __shfl_xor_sync(0xffffffffu, block_sum, 1));
       if (any_visible) {
-        running_sum = __fadd_rn(__fmul_rn(running_sum, alpha), block_sum);
+        running_sum = __fmaf_rn(running_sum, alpha, block_sum);
         running_max = new_max;
       }
       if (lane_half == 0) warp_alphas[lane_row] = alpha;

@@ -13,6 +13,7 @@
 #include "runners/cuda/capture/capture_kernels.h"
 #include "runners/cuda/cuda_check.h"
 #include "runners/model/formats/load_weights.h"
+#include "tests/cuda/test_paths.h"
 
 namespace kvaudit::cuda::test {
 namespace {
@@ -110,8 +111,7 @@ void DualCaptureObserver::on_layer(const cpu::PrefillLayerView& view) {
 const TinyPrefill& tiny_prefill() {
   static const std::unique_ptr<TinyPrefill> prefill = [] {
     auto p = std::make_unique<TinyPrefill>();
-    p->weights = model::load_model_weights(std::filesystem::path(KVAUDIT_TINY_MODELS_DIR) /
-                                           "llama" / "bf16");
+    p->weights = model::load_model_weights(tiny_models_dir() / "llama" / "bf16");
     p->model = std::make_unique<cpu::CpuModel>(p->weights, AttentionBackend::eager);
     unit::CaptureOptions options;
     options.boundaries = {kLc, kLq};

@@ -209,5 +209,80 @@ TEST(CudaUnitRunner, KeptSetsMatchTheCpuRunnerOnTheTinyLlama) {
   report_and_check("tiny llama sdpa", tally);
 }
 
+// FNV-1a over every cell's status, boundary, kept positions and generated tokens: what the
+// records' kept-set and output digests cover.
+std::uint64_t unit_digest(const unit::UnitResult& result) {
+  std::uint64_t h = 1469598103934665603ULL;
+  const auto mix = [&](std::int64_t value) {
+    for (int byte = 0; byte < 8; ++byte) {
+      h ^= static_cast<std::uint64_t>(value >> (8 * byte)) & 0xffu;
+      h *= 1099511628211ULL;
+    }
+  };
+  for (const auto& cell : result.cells) {
+    mix(static_cast<std::int64_t>(cell.status));
+    mix(cell.boundary);
+    if (cell.selection) {
+      for (const auto& layer : cell.selection->kept) {
+        for (const auto& head : layer) {
+          mix(static_cast<std::int64_t>(head.size()));
+          for (std::int32_t position : head) mix(position);
+        }
+      }
+    }
+    mix(static_cast<std::int64_t>(cell.generated.size()));
+    for (std::int32_t token : cell.generated) mix(token);
+  }
+  return h;
+}
+
+// Determinism: the same GPU and build give the same records run to run. One unit (every method of
+// the list, both protocols, decoding with CUDA graphs) runs on two freshly built models and again
+// on the first; the kept sets and answers must be identical. The pinned cuBLASLt configurations are
+// printed (gemm.h).
+TEST(CudaUnitRunner, RunToRunIdenticalOnTheSameGpu) {
+  KVAUDIT_REQUIRE_GPU();
+  const bool smollm2 = std::filesystem::exists(smollm2_gguf());
+  const model::ModelWeights& weights =
+      smollm2 ? bf16_weights(smollm2_gguf()) : bf16_weights(tiny_models_dir() / "llama" / "bf16");
+  auto methods = methods_under_test();
+  std::vector<CellSpec> cells;
+  std::uint64_t key = 1;
+  for (Protocol protocol : {Protocol::query_agnostic, Protocol::query_aware}) {
+    cells.push_back({nullptr, {}, protocol, key++});
+    for (auto& m : methods)
+      cells.push_back({m.method.get(), {.compression = 0.5}, protocol, key++});
+  }
+  unit::UnitTokens tokens;
+  std::uint32_t state = 7;
+  const auto next = [&]() {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<std::int32_t>((state >> 8) % 300u);
+  };
+  for (int i = 0; i < (smollm2 ? 900 : 180); ++i) tokens.context.push_back(next());
+  for (int i = 0; i < 24; ++i) tokens.question.push_back(next());
+  for (int i = 0; i < 4; ++i) tokens.suffix.push_back(next());
+  unit::UnitRunOptions options;
+  options.decode.max_new_tokens = 16;
+  options.seed = 2026;
+  options.keep_selections = true;
+  for (AttentionBackend backend : {AttentionBackend::sdpa, AttentionBackend::eager}) {
+    CudaModel first(weights, backend);
+    const unit::UnitResult a = unit::run_unit(first, weights, tokens, cells, options);
+    const unit::UnitResult again = unit::run_unit(first, weights, tokens, cells, options);
+    CudaModel second(weights, backend);
+    const unit::UnitResult b = unit::run_unit(second, weights, tokens, cells, options);
+    const std::uint64_t da = unit_digest(a), d_again = unit_digest(again), db = unit_digest(b);
+    std::printf("[determinism] %s %s, %zu cells: digests %016llx %016llx %016llx\n",
+                smollm2 ? "SmolLM2" : "tiny llama",
+                backend == AttentionBackend::sdpa ? "sdpa" : "eager", cells.size(),
+                static_cast<unsigned long long>(da), static_cast<unsigned long long>(d_again),
+                static_cast<unsigned long long>(db));
+    EXPECT_EQ(da, d_again) << "the same model, run twice";
+    EXPECT_EQ(da, db) << "two models on the same GPU";
+    for (const std::string& plan : first.gemm_plans()) std::printf("[gemm] %s\n", plan.c_str());
+  }
+}
+
 }  // namespace
 }  // namespace kvaudit::cuda::test

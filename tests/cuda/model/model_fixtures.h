@@ -17,23 +17,9 @@
 #include "runners/unit/greedy_decoding.h"
 #include "runners/cuda/device_weights.h"
 #include "runners/model/formats/load_weights.h"
+#include "tests/cuda/test_paths.h"
 
 namespace kvaudit::cuda::test {
-
-inline std::filesystem::path path_from_env(const char* variable, const char* fallback) {
-  if (const char* value = std::getenv(variable); value != nullptr && *value != '\0') return value;
-  return fallback;
-}
-
-inline std::filesystem::path tiny_models_dir() {
-  return path_from_env("KVAUDIT_TINY_MODELS_DIR", KVAUDIT_TINY_MODELS_DIR);
-}
-inline std::filesystem::path smollm2_golden_dir() {
-  return path_from_env("KVAUDIT_SMOLLM2_GOLDEN_DIR", KVAUDIT_SMOLLM2_GOLDEN_DIR);
-}
-inline std::filesystem::path smollm2_gguf() {
-  return path_from_env("KVAUDIT_SMOLLM2_GGUF", KVAUDIT_SMOLLM2_GGUF_DEFAULT);
-}
 
 // The bf16 weights of a model directory or file, loaded once per process (CpuModel keeps a
 // reference). GGUF/f32 checkpoints are rounded to bf16: what the GPU holds.
