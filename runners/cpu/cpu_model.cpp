@@ -478,7 +478,15 @@ std::vector<LogitMatrix> CpuModel::forward(std::span<SequenceState* const> state
         }
       }
       const std::ptrdiff_t task_count = static_cast<std::ptrdiff_t>(tasks.size());
-      const std::size_t key_block = static_cast<std::size_t>(options_.sdpa_key_block);
+      std::size_t key_block = static_cast<std::size_t>(options_.sdpa_key_block);
+      if (options_.sdpa_decode_one_block && observer == nullptr &&
+          std::all_of(tokens.begin(), tokens.end(), [](const auto& t) { return t.size() == 1; })) {
+        // A decode step softmaxed as one block over every held key (the CUDA decode kernel's
+        // order: one max, then every p against it).
+        for (const auto& heads : kv_views) {
+          for (const KvHeadView& head : heads) key_block = std::max(key_block, head.size());
+        }
+      }
 #pragma omp parallel if (task_count > 1)
       {
         // Per-thread working memory kept across calls (no page faults on every layer).

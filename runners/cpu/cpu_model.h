@@ -59,6 +59,11 @@ struct CpuModelOptions {
   // sdpa: keys per online-softmax block, rounded up to a multiple of 32 (changes only f32
   // rounding).
   int sdpa_key_block = 256;
+  // sdpa: a step in which every sequence adds one row (a decode step, no observer) takes all of a
+  // head's keys as one block: one max, every p rounded against it. This is the CUDA decode kernel's
+  // order, so its CPU twin sets it (tests/cuda cpu_twin_options); off by default (records are
+  // made with sdpa_key_block throughout).
+  bool sdpa_decode_one_block = false;
   // sdpa numerics: flash (FlashAttention's GPU numerics; the default and the only one for
   // measurements) or torch_cpu_flash, an emulation of PyTorch's CPU flash kernel (approximate
   // vectorized exp; attention_sdpa_torch_cpu.cpp) for comparing with HF goldens made on a CPU.

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "runners/cpu/rope.h"
-#include "runners/model/rope_tables.h"
 #include "runners/model/model_error.h"
+#include "runners/model/rope_tables.h"
 #include "tests/cpu_runtime/compare.h"
 #include "tests/cpu_runtime/random_model.h"
 #include "tests/cpu_runtime/reference_forward.h"
@@ -236,6 +236,39 @@ class RecordingObserver : public PrefillObserver {
  private:
   bool pre_rope_;
 };
+
+// sdpa_decode_one_block (the CUDA decode kernel's order, for its CPU twin): decode steps take all
+// held keys as one block, prefill keeps sdpa_key_block. With a prompt of at most one block, a model
+// with 32-key blocks and the option equals, bit for bit, a model whose blocks hold every key, in
+// prefill and in every decode step past 32 keys; without the option the bf16 rounding of p per
+// block gives other logits.
+TEST(CpuModelTest, SdpaDecodeOneBlockTakesEveryKeyAsOneBlockInDecodeOnly) {
+  RandomModelSpec spec;
+  spec.dtype = model::ComputeDtype::bf16;
+  const model::ModelWeights weights = make_random_model(spec);
+  const std::vector<std::int32_t> tokens = random_tokens(110, spec.vocab_size, 21);
+  CpuModel twin(weights, AttentionBackend::sdpa,
+                {.sdpa_key_block = 32, .sdpa_decode_one_block = true});
+  CpuModel one_block(weights, AttentionBackend::sdpa, {.sdpa_key_block = 4096});
+  CpuModel blocked(weights, AttentionBackend::sdpa, {.sdpa_key_block = 32});
+  SequenceState a = twin.new_sequence(), b = one_block.new_sequence(), c = blocked.new_sequence();
+  const std::span<const std::int32_t> all(tokens);
+  EXPECT_EQ(twin.prefill(a, all.first(30), LogitRows::all).values,
+            one_block.prefill(b, all.first(30), LogitRows::all).values);
+  (void)blocked.prefill(c, all.first(30), LogitRows::none);
+  bool blocked_differs = false;
+  for (std::size_t t = 30; t < tokens.size(); ++t) {
+    SequenceState* sa[] = {&a};
+    SequenceState* sb[] = {&b};
+    SequenceState* sc[] = {&c};
+    const LogitMatrix x = twin.decode_step(sa, all.subspan(t, 1));
+    const LogitMatrix y = one_block.decode_step(sb, all.subspan(t, 1));
+    ASSERT_EQ(x.values, y.values) << "decode step at position " << t;
+    blocked_differs =
+        blocked_differs || blocked.decode_step(sc, all.subspan(t, 1)).values != x.values;
+  }
+  EXPECT_TRUE(blocked_differs) << "80 decode steps past 32 keys gave the blocked model's logits";
+}
 
 TEST(CpuModelTest, ObserverSeesEachLayersQueriesKeysAndValues) {
   const RandomModelSpec spec;

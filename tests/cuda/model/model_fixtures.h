@@ -14,9 +14,9 @@
 #include "base/argmax.h"
 #include "runners/cpu/cpu_model.h"
 #include "runners/cuda/cuda_model.h"
-#include "runners/unit/greedy_decoding.h"
 #include "runners/cuda/device_weights.h"
 #include "runners/model/formats/load_weights.h"
+#include "runners/unit/greedy_decoding.h"
 #include "tests/cuda/test_paths.h"
 
 namespace kvaudit::cuda::test {
@@ -40,7 +40,8 @@ inline const model::ModelWeights& bf16_weights(const std::filesystem::path& path
 // running max, so the CPU sdpa uses 64-key blocks too (its default is 256).
 inline cpu::CpuModelOptions cpu_twin_options() {
   cpu::CpuModelOptions options;
-  options.sdpa_key_block = 64;
+  options.sdpa_key_block = 64;           // the prefill kernel's key tile (kBlockKeys)
+  options.sdpa_decode_one_block = true;  // the decode kernel: one block over every held key
   return options;
 }
 
