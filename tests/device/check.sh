@@ -248,5 +248,5 @@ case "${1:-}" in
   sizes) sizes ;;
   stash) stash ;;
   run) run ;;
-  *) sed -n '2,38p' "$0"; exit 1 ;;
+  *) sed -n '2,37p' "$0"; exit 1 ;;
 esac
