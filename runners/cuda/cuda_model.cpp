@@ -590,10 +590,7 @@ int CudaModel::max_concurrent_cells(const unit::UnitDemand& unit_demand) {
   demand.backend = backend_;
   demand.gemm_workspace_bytes = options_.gemm_workspace_bytes;
   demand.eager_workspace_bytes = options_.eager_workspace_bytes;
-  demand.capture.boundaries = unit_demand.capture.boundaries;
-  demand.capture.window_rows = unit_demand.capture.window_rows;
-  demand.capture.column_sums = unit_demand.capture.column_sums;
-  demand.capture.query_moments = unit_demand.capture.query_moments;
+  demand.capture = unit_demand.capture;
   const MemoryPlan plan =
       plan_unit_memory(config(), demand, free_device_memory() + device_weight_bytes(config()));
   if (plan.max_concurrent_cells < 1) {

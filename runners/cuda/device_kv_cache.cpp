@@ -112,11 +112,11 @@ void DeviceKvCache::upload_lengths() {
 }
 
 void DeviceKvCache::resync_lengths() noexcept {
-  if (host_lengths_.empty()) return;
-  if (cudaMemcpyAsync(lengths_.data(), host_lengths_.data(),
-                      host_lengths_.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice,
-                      stream_) == cudaSuccess) {
-    cudaStreamSynchronize(stream_);
+  try {
+    upload_lengths();
+    KVAUDIT_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  } catch (...) {
+    // After a sticky CUDA error the context is lost anyway (CudaModel::restore_lengths).
   }
 }
 

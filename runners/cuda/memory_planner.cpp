@@ -29,7 +29,7 @@ std::size_t forward_bytes(const model::ModelConfig& c, std::size_t rows, std::si
          logit_rows * (hidden + as_size(c.vocab_size)) * 2;
 }
 
-int max_boundary(const CaptureDemand& capture) {
+int max_boundary(const unit::CaptureOptions& capture) {
   int b = 0;
   for (int boundary : capture.boundaries) b = std::max(b, boundary);
   return b;
@@ -37,7 +37,7 @@ int max_boundary(const CaptureDemand& capture) {
 
 }  // namespace
 
-std::size_t capture_device_bytes(const model::ModelConfig& c, const CaptureDemand& capture) {
+std::size_t capture_device_bytes(const model::ModelConfig& c, const unit::CaptureOptions& capture) {
   if (capture.boundaries.empty()) return 0;
   const std::size_t heads = as_size(c.num_heads);
   const std::size_t kv_heads = as_size(c.num_kv_heads);

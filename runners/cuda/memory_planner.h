@@ -27,19 +27,12 @@
 
 #include "base/attention_backend.h"
 #include "runners/model/model_config.h"
+#include "runners/unit/prefill_capture.h"
 
 namespace kvaudit::cuda {
 
 // The decode-graph cache's bound (CudaModel keeps at most this many captured compositions).
 inline constexpr int kMaxDecodeGraphs = 64;
-
-// What a unit's prefill capture keeps (unit::CaptureOptions in the planner's terms).
-struct CaptureDemand {
-  std::vector<int> boundaries;  // empty: no capture
-  int window_rows = 0;
-  bool column_sums = false;
-  bool query_moments = false;
-};
 
 struct UnitMemoryDemand {
   int prefill_tokens = 0;    // T of the unit's one prefill
@@ -47,7 +40,7 @@ struct UnitMemoryDemand {
   int concurrent_cells = 0;  // cells whose caches live at once (the fan-out's decode batch)
   int logit_rows = 1;
   AttentionBackend backend = AttentionBackend::sdpa;
-  CaptureDemand capture;
+  unit::CaptureOptions capture;  // the prefill's capture (boundaries empty: none)
   std::size_t gemm_workspace_bytes = std::size_t{64} << 20;
   std::size_t eager_workspace_bytes = std::size_t{512} << 20;
   std::size_t reserve_bytes = std::size_t{1} << 30;
@@ -71,7 +64,8 @@ struct MemoryPlan {
 };
 
 // Bytes of a CudaPrefillCapture with these options for `config`, on the device.
-std::size_t capture_device_bytes(const model::ModelConfig& config, const CaptureDemand& capture);
+std::size_t capture_device_bytes(const model::ModelConfig& config,
+                                 const unit::CaptureOptions& capture);
 // Bytes of one captured decode step's own workspace for a batch of `rows` sequences.
 std::size_t decode_graph_bytes(const model::ModelConfig& config, int rows);
 

@@ -19,6 +19,7 @@
 #include "runners/model/chat/prompt_split.h"
 #include "runners/model/tokenizer/tokenizer.h"
 #include "runners/unit/unit_runner.h"
+#include "suite/records/content_digests.h"
 #include "tests/cuda/gpu_test_support.h"
 #include "tests/cuda/model/model_fixtures.h"
 
@@ -209,37 +210,32 @@ TEST(CudaUnitRunner, KeptSetsMatchTheCpuRunnerOnTheTinyLlama) {
   report_and_check("tiny llama sdpa", tally);
 }
 
-// FNV-1a over every cell's status, boundary, kept positions and generated tokens: what the
-// records' kept-set and output digests cover.
-std::uint64_t unit_digest(const unit::UnitResult& result) {
-  std::uint64_t h = 1469598103934665603ULL;
-  const auto mix = [&](std::int64_t value) {
-    for (int byte = 0; byte < 8; ++byte) {
-      h ^= static_cast<std::uint64_t>(value >> (8 * byte)) & 0xffu;
-      h *= 1099511628211ULL;
-    }
-  };
+// What the records of a unit's cells would hold below the score: per cell its status, boundary,
+// kept_digest (suite/records/content_digests.h; the records' own recipe, full KV as every position
+// of the boundary) and generated tokens.
+struct CellOutcome {
+  unit::CellStatus status;
+  int boundary;
+  std::uint64_t kept;
+  std::vector<std::int32_t> generated;
+  bool operator==(const CellOutcome&) const = default;
+};
+
+std::vector<CellOutcome> outcomes(const unit::UnitResult& result, const model::ModelConfig& c) {
+  std::vector<CellOutcome> all;
   for (const auto& cell : result.cells) {
-    mix(static_cast<std::int64_t>(cell.status));
-    mix(cell.boundary);
-    if (cell.selection) {
-      for (const auto& layer : cell.selection->kept) {
-        for (const auto& head : layer) {
-          mix(static_cast<std::int64_t>(head.size()));
-          for (std::int32_t position : head) mix(position);
-        }
-      }
-    }
-    mix(static_cast<std::int64_t>(cell.generated.size()));
-    for (std::int32_t token : cell.generated) mix(token);
+    const std::uint64_t kept =
+        cell.selection ? records::kept_digest(cell.selection->kept)
+                       : records::full_kept_digest(c.num_layers, c.num_kv_heads, cell.boundary);
+    all.push_back({cell.status, cell.boundary, kept, cell.generated});
   }
-  return h;
+  return all;
 }
 
 // Determinism: the same GPU and build give the same records run to run. One unit (every method of
 // the list, both protocols, decoding with CUDA graphs) runs on two freshly built models and again
-// on the first; the kept sets and answers must be identical. The pinned cuBLASLt configurations are
-// printed (gemm.h).
+// on the first; every cell's kept-set digest (the records' recipe) and answer must be identical.
+// The pinned cuBLASLt configurations are printed (gemm.h).
 TEST(CudaUnitRunner, RunToRunIdenticalOnTheSameGpu) {
   KVAUDIT_REQUIRE_GPU();
   const bool smollm2 = std::filesystem::exists(smollm2_gguf());
@@ -272,14 +268,14 @@ TEST(CudaUnitRunner, RunToRunIdenticalOnTheSameGpu) {
     const unit::UnitResult again = unit::run_unit(first, weights, tokens, cells, options);
     CudaModel second(weights, backend);
     const unit::UnitResult b = unit::run_unit(second, weights, tokens, cells, options);
-    const std::uint64_t da = unit_digest(a), d_again = unit_digest(again), db = unit_digest(b);
-    std::printf("[determinism] %s %s, %zu cells: digests %016llx %016llx %016llx\n",
+    const auto oa = outcomes(a, weights.config), o_again = outcomes(again, weights.config),
+               ob = outcomes(b, weights.config);
+    std::printf("[determinism] %s %s, %zu cells: same model twice %s, second model %s\n",
                 smollm2 ? "SmolLM2" : "tiny llama",
                 backend == AttentionBackend::sdpa ? "sdpa" : "eager", cells.size(),
-                static_cast<unsigned long long>(da), static_cast<unsigned long long>(d_again),
-                static_cast<unsigned long long>(db));
-    EXPECT_EQ(da, d_again) << "the same model, run twice";
-    EXPECT_EQ(da, db) << "two models on the same GPU";
+                oa == o_again ? "identical" : "DIFFERENT", oa == ob ? "identical" : "DIFFERENT");
+    EXPECT_EQ(oa, o_again) << "the same model, run twice";
+    EXPECT_EQ(oa, ob) << "two models on the same GPU";
     for (const std::string& plan : first.gemm_plans()) std::printf("[gemm] %s\n", plan.c_str());
   }
 }

@@ -54,7 +54,7 @@ TEST(MemoryPlanner, LargeUnitsAreRefusedWithTheirNeedsStated) {
 // copies alone: 32 layers · 8 KV heads · 32768 · 128 · 4 B · 2 = 8 GiB, ≈ 8.6 GB).
 TEST(MemoryPlanner, CaptureBuffersAreCountedByHand) {
   const model::ModelConfig c = llama31_8b_shapes();
-  CaptureDemand capture;
+  unit::CaptureOptions capture;
   capture.boundaries = {32000, 32768};
   capture.window_rows = 64;
   capture.column_sums = true;
@@ -69,7 +69,7 @@ TEST(MemoryPlanner, CaptureBuffersAreCountedByHand) {
   }
   const std::size_t transient = std::size_t{32} * 32768 * 2 * 4;  // row max and sum [H, B]
   EXPECT_EQ(capture_device_bytes(c, capture), kv + 32 * per_boundary + transient);
-  EXPECT_EQ(capture_device_bytes(c, CaptureDemand{}), 0u);
+  EXPECT_EQ(capture_device_bytes(c, unit::CaptureOptions{}), 0u);
 
   // The plan adds it (and the pre-RoPE queries, [T, H·d] bf16, for the moments), so a unit that
   // fitted without counting the capture now needs about 8.6 GB more.
